@@ -1,0 +1,138 @@
+"""Every exception kvzarr raises on purpose.
+
+Each class carries the key, path or field it is about, and subclasses the builtin that
+zarr-python's equivalent subclasses, so code written against zarr-python keeps catching
+what it expects (``except IndexError`` still catches a :class:`BoundsCheckError`).
+Backend exceptions are translated into these with ``raise ... from``.
+"""
+
+from __future__ import annotations
+
+
+class KvzarrError(Exception):
+    """Root of every kvzarr error."""
+
+    def __init__(self, message: str, *, key: str | None = None, path: str | None = None,
+                 field: str | None = None, hint: str | None = None) -> None:
+        self.key = key
+        self.path = path
+        self.field = field
+        self.hint = hint
+        where = []
+        if path is not None:
+            where.append(f"path {path!r}")
+        if key is not None:
+            where.append(f"key {key!r}")
+        if field is not None:
+            where.append(f"field {field!r}")
+        text = message
+        if where:
+            text += f" ({', '.join(where)})"
+        if hint:
+            text += f". Hint: {hint}"
+        super().__init__(text)
+
+
+# --- metadata -------------------------------------------------------------------------
+
+class MetadataError(KvzarrError, ValueError):
+    """A metadata document is malformed: broken JSON, a missing or mistyped field."""
+
+
+class UnsupportedExtensionError(MetadataError):
+    """Metadata names an extension (codec, data type, grid, ...) kvzarr does not implement
+    and does not allow to be ignored (``must_understand`` is true or absent)."""
+
+
+# --- hierarchy ------------------------------------------------------------------------
+
+class NodeNotFoundError(KvzarrError, KeyError, FileNotFoundError):
+    """No array or group at a path. A KeyError for ``group[name]``, a FileNotFoundError
+    for ``open_array``/``open_group``, as zarr-python raises."""
+
+    def __str__(self) -> str:  # KeyError would quote the whole message otherwise
+        return Exception.__str__(self)
+
+
+class NodeExistsError(KvzarrError, FileExistsError):
+    """Creating a node where one already exists without ``overwrite=True``."""
+
+
+class NodeTypeError(KvzarrError, TypeError):
+    """An array was found where a group was expected, or the reverse."""
+
+
+# --- indexing -------------------------------------------------------------------------
+
+class ArrayIndexError(KvzarrError, IndexError):
+    """A selection is not valid for this array."""
+
+
+class BoundsCheckError(ArrayIndexError):
+    """An index lies outside the array (zarr-python: BoundsCheckError)."""
+
+
+class NegativeStepError(ArrayIndexError):
+    """A slice with a negative step; only steps >= 1 are supported."""
+
+
+class VindexInvalidSelectionError(ArrayIndexError):
+    """A coordinate/mask selection with items vindex cannot take (slices, 1-D masks on N-D)."""
+
+
+class InvalidSelectionError(KvzarrError, ValueError):
+    """A selection that is wrong in value rather than in bounds, e.g. slice step 0."""
+
+
+class ShapeMismatchError(ArrayIndexError, ValueError):
+    """A value assigned to a selection does not have the selection's shape.
+    Both an IndexError and a ValueError, as zarr-python raises either depending on the case."""
+
+
+# --- codecs and chunks ----------------------------------------------------------------
+
+class CodecError(KvzarrError, ValueError):
+    """A chunk could not be encoded or decoded: truncated data, wrong size, bad framing."""
+
+
+class ChecksumMismatchError(CodecError):
+    """A stored checksum does not match the bytes it protects."""
+
+
+class ChunkNotFoundError(KvzarrError, KeyError):
+    """A chunk is missing and the array was opened with ``read_missing_chunks=False``."""
+
+    def __str__(self) -> str:
+        return Exception.__str__(self)
+
+
+# --- stores ---------------------------------------------------------------------------
+
+class StoreError(KvzarrError, OSError):
+    """A store operation failed in the backend."""
+
+
+class InvalidKeyError(KvzarrError, ValueError):
+    """A key that no store accepts: empty segments, '..', NUL, absolute or too long."""
+
+
+class ReadOnlyError(KvzarrError, PermissionError):
+    """A write to a store (or array) opened read-only."""
+
+
+class UnsupportedOperationError(KvzarrError, NotImplementedError):
+    """The store lacks the capability an operation needs (see ``Store.capabilities``)."""
+
+
+class ConflictError(StoreError):
+    """A write transaction could not get its lock or was aborted by a concurrent writer
+    after the configured retries."""
+
+
+class StoreFullError(StoreError):
+    """The store ran out of space (disk or database map); nothing of the failed write
+    was kept."""
+
+
+class SchemaVersionError(StoreError):
+    """A database was written with a different schema version than this kvzarr uses."""

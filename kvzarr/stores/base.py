@@ -1,0 +1,311 @@
+"""The Store interface: the abstract store operations of the Zarr v3 core spec
+(section "Abstract store interface"), plus batch forms and transactions.
+
+A store maps ``str`` keys (see :mod:`kvzarr.stores.keys`) to ``bytes`` values and never
+knows it is holding Zarr. Backends subclass :class:`Store` and implement the small set
+of ``_``-prefixed primitives; the public methods validate keys, check capabilities and
+call them, so every backend gets the same checks at the same boundary.
+
+Contracts every backend keeps:
+
+* ``get`` of a missing key returns ``None``; ``erase`` of a missing key is a no-op.
+* ``list``, ``list_prefix`` and ``list_dir`` yield keys in ascending code-point order.
+* ``list_dir(prefix)`` yields the direct children of ``prefix``: a child that is a key
+  by its bare name (``"zarr.json"``), a child that has keys below it with a trailing
+  ``/`` (``"a/"``). A name can appear in both forms.
+* ``with store.transaction():`` makes what happens inside atomic and isolated where
+  ``capabilities.transactional`` is true; elsewhere it only groups the work (each key is
+  still written atomically). Transactions nest: an inner one joins the outer one.
+  A write inside a ``transaction(write=False)`` raises :class:`UnsupportedOperationError`.
+* An operation the store lacks raises :class:`UnsupportedOperationError`; a write to a
+  read-only store raises :class:`ReadOnlyError`. Nothing silently does less.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from ..byteranges import ByteRequest, apply_byte_request
+from ..errors import ReadOnlyError, UnsupportedOperationError
+from .keys import check_key, check_prefix
+
+
+# --- capabilities ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a store can do. Positive flags only: a flag that is true is a promise."""
+    writable: bool = True
+    deletable: bool = True
+    listable: bool = True
+    #: byte ranges are read natively (not by reading the whole value and cutting it)
+    partial_reads: bool = False
+    partial_writes: bool = False
+    #: ``transaction()`` is atomic and isolated across keys
+    transactional: bool = False
+    #: several processes may open and write the store at once
+    multi_process: bool = False
+
+
+# --- the interface --------------------------------------------------------------------
+
+class Store(ABC):
+    """Base class of every store and storage transformer. See the module docstring."""
+
+    capabilities: Capabilities = Capabilities()
+    #: longest key in UTF-8 bytes the backend takes, or None for no limit
+    max_key_bytes: int | None = None
+
+    def __init__(self, *, read_only: bool = False) -> None:
+        self.read_only = read_only
+        self._txn_state = threading.local()
+        self._closed = False
+
+    # -- primitives a backend implements ------------------------------------------------
+
+    @abstractmethod
+    def _get(self, key: str) -> bytes | None: ...
+
+    @abstractmethod
+    def _set(self, key: str, value: bytes) -> None: ...
+
+    @abstractmethod
+    def _erase(self, key: str) -> None: ...
+
+    @abstractmethod
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        """Keys starting with ``prefix`` in ascending order (``""`` = every key)."""
+
+    # -- primitives with a generic default a backend may override ------------------------
+
+    def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
+        value = self._get(key)
+        return None if value is None else apply_byte_request(value, request)
+
+    def _get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        return [self._get(k) for k in keys]
+
+    def _set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        for k, v in items:
+            self._set(k, v)
+
+    def _set_range(self, key: str, offset: int, value: bytes) -> None:
+        raise UnsupportedOperationError(
+            f"{type(self).__name__} does not support partial writes", key=key)
+
+    def _erase_many(self, keys: Sequence[str]) -> None:
+        for k in keys:
+            self._erase(k)
+
+    def _erase_prefix(self, prefix: str) -> None:
+        self._erase_many(list(self._list_prefix(prefix)))
+
+    def _exists(self, key: str) -> bool:
+        return self._get(key) is not None
+
+    def _getsize(self, key: str) -> int | None:
+        value = self._get(key)
+        return None if value is None else len(value)
+
+    def _list_dir(self, prefix: str) -> Iterator[str]:
+        """Generic walk over ``_list_prefix``; ordered backends replace it with a seek
+        past each child subtree."""
+        n = len(prefix)
+        last_dir = None
+        for key in self._list_prefix(prefix):
+            rest = key[n:]
+            cut = rest.find("/")
+            if cut < 0:
+                yield rest
+            else:
+                child = rest[:cut + 1]
+                if child != last_dir:
+                    last_dir = child
+                    yield child
+
+    # transaction hooks: a backend with real transactions overrides all three.
+    def _begin(self, write: bool) -> Any:
+        return None
+
+    def _commit(self, handle: Any) -> None:
+        pass
+
+    def _abort(self, handle: Any) -> None:
+        pass
+
+    def _close(self) -> None:
+        pass
+
+    # -- public operations ---------------------------------------------------------------
+
+    def get(self, key: str) -> bytes | None:
+        """The value of ``key``, or None if it is absent."""
+        return self._get(check_key(key, self.max_key_bytes))
+
+    def get_partial_values(
+            self, key_ranges: Iterable[tuple[str, ByteRequest | None]]) -> list[bytes | None]:
+        """For each (key, byte request) the requested bytes, or None for an absent key.
+        A request of None reads the whole value."""
+        out: list[bytes | None] = []
+        for key, request in key_ranges:
+            check_key(key, self.max_key_bytes)
+            out.append(self._get(key) if request is None else self._get_range(key, request))
+        return out
+
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        """Values of ``keys`` (None where absent), read in one read transaction."""
+        for k in keys:
+            check_key(k, self.max_key_bytes)
+        with self.transaction(write=False):
+            return self._get_many(keys)
+
+    def set(self, key: str, value: bytes) -> None:
+        self._check_writable()
+        self._set(check_key(key, self.max_key_bytes), _as_bytes(value))
+
+    def set_many(self, items: Iterable[tuple[str, bytes]]) -> None:
+        """Store several values in one write transaction."""
+        self._check_writable()
+        checked = [(check_key(k, self.max_key_bytes), _as_bytes(v)) for k, v in items]
+        with self.transaction():
+            self._set_many(checked)
+
+    def set_partial_values(self, key_start_values: Iterable[tuple[str, int, bytes]]) -> None:
+        """Overwrite bytes of existing values starting at an offset (the spec's
+        ``set_partial_values``). A value that does not exist yet is created."""
+        self._check_writable()
+        if not self.capabilities.partial_writes:
+            raise UnsupportedOperationError(
+                f"{type(self).__name__} does not support partial writes")
+        items = [(check_key(k, self.max_key_bytes), int(o), _as_bytes(v))
+                 for k, o, v in key_start_values]
+        with self.transaction():
+            for key, offset, value in items:
+                if offset < 0:
+                    raise ValueError(f"negative offset {offset} for key {key!r}")
+                self._set_range(key, offset, value)
+
+    def erase(self, key: str) -> None:
+        self._check_deletable()
+        self._erase(check_key(key, self.max_key_bytes))
+
+    def erase_values(self, keys: Iterable[str]) -> None:
+        self._check_deletable()
+        checked = [check_key(k, self.max_key_bytes) for k in keys]
+        with self.transaction():
+            self._erase_many(checked)
+
+    def erase_prefix(self, prefix: str) -> None:
+        """Erase every key starting with ``prefix`` (``""`` erases everything)."""
+        self._check_deletable()
+        check_prefix(prefix)
+        with self.transaction():
+            self._erase_prefix(prefix)
+
+    def exists(self, key: str) -> bool:
+        return self._exists(check_key(key, self.max_key_bytes))
+
+    def getsize(self, key: str) -> int | None:
+        """Size of the value in bytes, or None if the key is absent."""
+        return self._getsize(check_key(key, self.max_key_bytes))
+
+    def list(self) -> Iterator[str]:
+        self._check_listable()
+        return self._list_prefix("")
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        self._check_listable()
+        return self._list_prefix(check_prefix(prefix))
+
+    def list_dir(self, prefix: str) -> Iterator[str]:
+        self._check_listable()
+        return self._list_dir(check_prefix(prefix))
+
+    # -- transactions --------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self, write: bool = True) -> Iterator["Store"]:
+        """Group operations; atomic and isolated where ``capabilities.transactional``."""
+        state = self._txn_state
+        depth = getattr(state, "depth", 0)
+        if depth:
+            if write and not state.write:
+                raise UnsupportedOperationError(
+                    "a write transaction cannot start inside a read-only one")
+            state.depth = depth + 1
+            try:
+                yield self
+            finally:
+                state.depth = depth
+            return
+        if write:
+            self._check_writable()
+        handle = self._begin(write)
+        state.depth, state.write, state.handle = 1, write, handle
+        try:
+            yield self
+        except BaseException:
+            state.depth, state.handle = 0, None
+            self._abort(handle)
+            raise
+        state.depth, state.handle = 0, None
+        self._commit(handle)
+
+    def _current_transaction(self) -> Any:
+        """The handle of this thread's open transaction, or None."""
+        return getattr(self._txn_state, "handle", None)
+
+    def _in_write_transaction(self) -> bool:
+        st = self._txn_state
+        return getattr(st, "depth", 0) > 0 and st.write
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError(f"{self!r} is read-only")
+        if not self.capabilities.writable:
+            raise UnsupportedOperationError(f"{type(self).__name__} is not writable")
+        if getattr(self._txn_state, "depth", 0) and not self._txn_state.write:
+            raise UnsupportedOperationError("write inside a read-only transaction")
+
+    def _check_deletable(self) -> None:
+        self._check_writable()
+        if not self.capabilities.deletable:
+            raise UnsupportedOperationError(f"{type(self).__name__} cannot delete keys")
+
+    def _check_listable(self) -> None:
+        if not self.capabilities.listable:
+            raise UnsupportedOperationError(f"{type(self).__name__} cannot list keys")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+def _as_bytes(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    try:
+        return memoryview(value).tobytes()
+    except TypeError:
+        raise TypeError(f"store values are bytes-like, not {type(value).__name__}") from None

@@ -1,0 +1,110 @@
+"""MemoryStore: keys and values in a sorted in-process dict. Specification: stores/memory.md.
+
+Transactions are atomic and isolated between threads: a write transaction holds the
+store's lock and keeps its writes in an overlay that is applied on commit and dropped on
+abort; a read transaction holds the lock too, so it never sees half a commit. Nothing
+survives the process.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sortedcontainers import SortedDict
+
+from ..byteranges import ByteRequest, apply_byte_request
+from .base import Capabilities, Store
+from .keys import prefix_successor
+
+_DELETED = object()
+
+
+class MemoryStore(Store):
+    capabilities = Capabilities(partial_reads=True, partial_writes=True, transactional=True)
+
+    def __init__(self, *, read_only: bool = False) -> None:
+        super().__init__(read_only=read_only)
+        self._data: SortedDict = SortedDict()
+        self._lock = threading.RLock()
+
+    # The overlay of this thread's write transaction, or None.
+    def _overlay(self) -> dict[str, Any] | None:
+        handle = self._current_transaction()
+        return handle if isinstance(handle, dict) else None
+
+    def _begin(self, write: bool) -> Any:
+        self._lock.acquire()
+        return {} if write else None
+
+    def _commit(self, handle: Any) -> None:
+        try:
+            if handle:
+                for key, value in handle.items():
+                    if value is _DELETED:
+                        self._data.pop(key, None)
+                    else:
+                        self._data[key] = value
+        finally:
+            self._lock.release()
+
+    def _abort(self, handle: Any) -> None:
+        self._lock.release()
+
+    def _get(self, key: str) -> bytes | None:
+        overlay = self._overlay()
+        if overlay is not None and key in overlay:
+            value = overlay[key]
+            return None if value is _DELETED else value
+        return self._data.get(key)
+
+    def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
+        value = self._get(key)
+        return None if value is None else apply_byte_request(value, request)
+
+    def _set(self, key: str, value: bytes) -> None:
+        overlay = self._overlay()
+        if overlay is not None:
+            overlay[key] = value
+        else:
+            with self._lock:
+                self._data[key] = value
+
+    def _set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        for key, value in items:
+            self._set(key, value)
+
+    def _set_range(self, key: str, offset: int, value: bytes) -> None:
+        with self.transaction():
+            old = self._get(key) or b""
+            if offset > len(old):
+                old = old + b"\x00" * (offset - len(old))
+            self._set(key, old[:offset] + value + old[offset + len(value):])
+
+    def _erase(self, key: str) -> None:
+        overlay = self._overlay()
+        if overlay is not None:
+            overlay[key] = _DELETED
+        else:
+            with self._lock:
+                self._data.pop(key, None)
+
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        with self._lock:
+            keys = list(self._data.irange(prefix, prefix_successor(prefix),
+                                          inclusive=(True, False)))
+        overlay = self._overlay()
+        if overlay:
+            merged = set(keys)
+            for key, value in overlay.items():
+                if key.startswith(prefix):
+                    if value is _DELETED:
+                        merged.discard(key)
+                    else:
+                        merged.add(key)
+            keys = sorted(merged)
+        return iter(keys)
+
+    def __repr__(self) -> str:
+        return f"MemoryStore(keys={len(self._data)})"
