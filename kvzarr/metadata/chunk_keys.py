@@ -1,0 +1,81 @@
+"""Chunk key encodings (core spec "Chunk key encoding"; SPEC-NOTES §2.11).
+
+``default``: ``c`` then ``separator + index`` per dimension (``c/1/23``; a 0-d array is
+``c``). ``v2``: the indices joined by the separator with no prefix (``1.23``; 0-d is
+``0``). ``must_understand: false`` is not allowed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import MetadataError, UnsupportedExtensionError
+from .extensions import split_extension
+
+
+@dataclass(frozen=True)
+class ChunkKeyEncoding:
+    name: str  # "default" or "v2"
+    separator: str
+
+    def __post_init__(self) -> None:
+        if self.name not in ("default", "v2"):
+            raise UnsupportedExtensionError(f"unsupported chunk key encoding {self.name!r}",
+                                            field="chunk_key_encoding")
+        if self.separator not in ("/", "."):
+            raise MetadataError(f"separator must be '/' or '.', got {self.separator!r}",
+                                field="chunk_key_encoding.configuration.separator")
+
+    def encode(self, coords: Sequence[int]) -> str:
+        """The key of the chunk at grid ``coords``, relative to the array's path."""
+        if self.name == "default":
+            if not coords:
+                return "c"
+            return "c" + self.separator + self.separator.join(map(str, coords))
+        if not coords:
+            return "0"
+        return self.separator.join(map(str, coords))
+
+    def decode(self, key: str, ndim: int) -> tuple[int, ...] | None:
+        """Grid coordinates of a relative chunk key, or None if it is not a chunk key of
+        an array with ``ndim`` dimensions."""
+        if self.name == "default":
+            if ndim == 0:
+                return () if key == "c" else None
+            head = "c" + self.separator
+            if not key.startswith(head):
+                return None
+            parts = key[len(head):].split(self.separator)
+        else:
+            if ndim == 0:
+                return () if key == "0" else None
+            parts = key.split(self.separator)
+        if len(parts) != ndim or not all(p.isdigit() and p.isascii() for p in parts):
+            return None
+        return tuple(int(p) for p in parts)
+
+    @property
+    def chunk_prefix(self) -> str:
+        """Relative prefix under which every chunk key lies ("" when keys have none)."""
+        return "c" + self.separator if self.name == "default" and self.separator == "/" else ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "configuration": {"separator": self.separator}}
+
+
+def parse_chunk_key_encoding(doc: Any) -> ChunkKeyEncoding:
+    name, config = split_extension(doc, "chunk_key_encoding", allow_ignore=False)
+    if name not in ("default", "v2"):
+        raise UnsupportedExtensionError(f"unsupported chunk key encoding {name!r}",
+                                        field="chunk_key_encoding")
+    unknown = set(config) - {"separator"}
+    if unknown:
+        raise MetadataError(f"unknown configuration members {sorted(unknown)}",
+                            field="chunk_key_encoding.configuration")
+    separator = config.get("separator", "/" if name == "default" else ".")
+    if not isinstance(separator, str):
+        raise MetadataError("separator must be a string",
+                            field="chunk_key_encoding.configuration.separator")
+    return ChunkKeyEncoding(name, separator)

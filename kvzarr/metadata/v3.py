@@ -1,0 +1,213 @@
+"""Zarr v3 ``zarr.json`` documents for arrays and groups (core spec "Array metadata",
+"Group metadata"; SPEC-NOTES §2.13 for what zarr-python writes).
+
+Parsing checks every member's type and raises :class:`MetadataError` naming the field.
+Unknown top-level members are allowed only as objects with ``"must_understand": false``;
+they are kept and written back. Writing uses zarr-python's member order and always the
+full object form of extensions, so what kvzarr writes other readers take as is.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..errors import MetadataError, UnsupportedExtensionError
+from ..grid import ChunkGrid, chunk_grid_to_json, parse_chunk_grid
+from .chunk_keys import ChunkKeyEncoding, parse_chunk_key_encoding
+from .dtypes import DataType, parse_data_type
+from .extensions import may_ignore
+
+ZARR_JSON = "zarr.json"
+
+_ARRAY_MEMBERS = {"zarr_format", "node_type", "shape", "data_type", "chunk_grid",
+                  "chunk_key_encoding", "fill_value", "codecs", "attributes",
+                  "dimension_names", "storage_transformers"}
+_GROUP_MEMBERS = {"zarr_format", "node_type", "attributes", "consolidated_metadata"}
+
+
+@dataclass(frozen=True)
+class ArrayMetadata:
+    shape: tuple[int, ...]
+    data_type: DataType
+    chunk_grid: ChunkGrid
+    #: "regular" or "rectilinear": the form the grid is written in
+    chunk_grid_name: str
+    chunk_key_encoding: ChunkKeyEncoding
+    fill_value: Any
+    #: codec objects (kvzarr.codecs.base.Codec), in metadata order
+    codecs: tuple[Any, ...]
+    attributes: dict[str, Any] = field(default_factory=dict)
+    dimension_names: tuple[str | None, ...] | None = None
+    storage_transformers: tuple[dict[str, Any], ...] = ()
+    #: unknown members with must_understand: false, kept verbatim
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    node_type = "array"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "shape": list(self.shape),
+            "data_type": self.data_type.to_json(),
+            "chunk_grid": chunk_grid_to_json(self.chunk_grid, self.chunk_grid_name),
+            "chunk_key_encoding": self.chunk_key_encoding.to_json(),
+            "fill_value": self.data_type.fill_to_json(self.fill_value),
+            "codecs": [c.to_json() for c in self.codecs],
+            "attributes": self.attributes,
+        }
+        if self.dimension_names is not None:
+            doc["dimension_names"] = list(self.dimension_names)
+        doc["zarr_format"] = 3
+        doc["node_type"] = "array"
+        doc["storage_transformers"] = list(self.storage_transformers)
+        doc.update(self.extra)
+        return doc
+
+    def to_bytes(self) -> bytes:
+        return encode_json(self.to_json())
+
+    def with_shape(self, shape: tuple[int, ...]) -> "ArrayMetadata":
+        return replace(self, shape=tuple(shape), chunk_grid=self.chunk_grid.with_shape(shape))
+
+    def with_attributes(self, attributes: dict[str, Any]) -> "ArrayMetadata":
+        return replace(self, attributes=attributes)
+
+
+@dataclass(frozen=True)
+class GroupMetadata:
+    attributes: dict[str, Any] = field(default_factory=dict)
+    #: zarr-python's inline consolidated metadata, kept verbatim (not used for reads)
+    consolidated_metadata: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    node_type = "group"
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"attributes": self.attributes, "zarr_format": 3}
+        if self.consolidated_metadata is not None:
+            doc["consolidated_metadata"] = self.consolidated_metadata
+        doc["node_type"] = "group"
+        doc.update(self.extra)
+        return doc
+
+    def to_bytes(self) -> bytes:
+        return encode_json(self.to_json())
+
+    def with_attributes(self, attributes: dict[str, Any]) -> "GroupMetadata":
+        return replace(self, attributes=attributes)
+
+
+def encode_json(doc: dict[str, Any]) -> bytes:
+    # allow_nan=False: non-finite floats must already be encoded as strings.
+    try:
+        return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as e:
+        raise MetadataError(f"metadata is not JSON-serializable: {e}") from e
+
+
+def load_json(data: bytes | str, path: str | None = None) -> dict[str, Any]:
+    """Parse a metadata document; broken JSON or a non-object is a MetadataError."""
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise MetadataError(f"metadata is not valid JSON: {e}", path=path) from e
+    if not isinstance(doc, dict):
+        raise MetadataError("metadata must be a JSON object", path=path)
+    return doc
+
+
+def parse_node_metadata(data: bytes | str | dict[str, Any], path: str | None = None
+                        ) -> ArrayMetadata | GroupMetadata:
+    doc = data if isinstance(data, dict) else load_json(data, path)
+    fmt = doc.get("zarr_format")
+    if fmt != 3:
+        raise MetadataError(f"zarr_format must be 3, got {fmt!r}", path=path, field="zarr_format")
+    node_type = doc.get("node_type")
+    try:
+        if node_type == "array":
+            return parse_array_metadata(doc)
+        if node_type == "group":
+            return parse_group_metadata(doc)
+    except MetadataError as e:
+        if e.path is None and path is not None:
+            e.path = path
+            e.args = (f"{e.args[0]} (in {path!r})",)
+        raise
+    raise MetadataError(f"node_type must be 'array' or 'group', got {node_type!r}",
+                        path=path, field="node_type")
+
+
+def _extra_members(doc: dict[str, Any], known: set[str]) -> dict[str, Any]:
+    extra = {}
+    for key in doc.keys() - known:
+        if may_ignore(doc[key]):
+            extra[key] = doc[key]
+        else:
+            raise UnsupportedExtensionError(
+                f"unknown metadata member {key!r} (only members with "
+                f"\"must_understand\": false may be ignored)", field=key)
+    return extra
+
+
+def _attributes(doc: dict[str, Any]) -> dict[str, Any]:
+    attrs = doc.get("attributes", {})
+    if not isinstance(attrs, dict):
+        raise MetadataError("attributes must be an object", field="attributes")
+    return attrs
+
+
+def parse_group_metadata(doc: dict[str, Any]) -> GroupMetadata:
+    cm = doc.get("consolidated_metadata")
+    if cm is not None and not isinstance(cm, dict):
+        raise MetadataError("consolidated_metadata must be an object",
+                            field="consolidated_metadata")
+    return GroupMetadata(attributes=_attributes(doc), consolidated_metadata=cm,
+                         extra=_extra_members(doc, _GROUP_MEMBERS))
+
+
+def parse_array_metadata(doc: dict[str, Any]) -> ArrayMetadata:
+    from ..codecs.pipeline import CodecPipeline  # codecs import metadata.dtypes
+    from ..codecs.registry import codecs_from_json
+
+    for required in ("shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value",
+                     "codecs"):
+        if required not in doc:
+            raise MetadataError("required member is missing", field=required)
+    shape = doc["shape"]
+    if (not isinstance(shape, list)
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)):
+        raise MetadataError(f"shape must be a list of non-negative integers, got {shape!r}",
+                            field="shape")
+    shape = tuple(shape)
+    data_type = parse_data_type(doc["data_type"])
+    grid, grid_name = parse_chunk_grid(doc["chunk_grid"], shape)
+    cke = parse_chunk_key_encoding(doc["chunk_key_encoding"])
+    fill = data_type.fill_from_json(doc["fill_value"])
+    codecs = tuple(codecs_from_json(doc["codecs"]))
+    CodecPipeline(codecs)  # checks the codec kinds and their order
+    dim_names = doc.get("dimension_names")
+    if dim_names is not None:
+        if (not isinstance(dim_names, list) or len(dim_names) != len(shape)
+                or not all(n is None or isinstance(n, str) for n in dim_names)):
+            raise MetadataError(
+                f"dimension_names must be a list of {len(shape)} strings or nulls",
+                field="dimension_names")
+        dim_names = tuple(dim_names)
+    transformers = doc.get("storage_transformers", [])
+    if not isinstance(transformers, list):
+        raise MetadataError("storage_transformers must be a list", field="storage_transformers")
+    for t in transformers:
+        if not may_ignore(t):
+            name = t.get("name") if isinstance(t, dict) else t
+            raise UnsupportedExtensionError(f"unsupported storage transformer {name!r}",
+                                            field="storage_transformers")
+    return ArrayMetadata(
+        shape=shape, data_type=data_type, chunk_grid=grid, chunk_grid_name=grid_name,
+        chunk_key_encoding=cke, fill_value=fill, codecs=codecs, attributes=_attributes(doc),
+        dimension_names=dim_names, storage_transformers=tuple(transformers),
+        extra=_extra_members(doc, _ARRAY_MEMBERS))
