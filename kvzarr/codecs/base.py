@@ -1,0 +1,141 @@
+"""The codec contract (core spec "Codecs"): array -> array, array -> bytes, bytes -> bytes.
+
+A codec encodes or decodes one chunk. It sees the chunk through a :class:`ChunkArraySpec`
+(its codec shape, data type and fill value) and never touches a store: a codec that reads
+parts of a value (sharding) gets a :class:`ByteSource` from the array layer.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+
+from ..byteranges import ByteRequest
+from ..metadata.dtypes import DataType
+
+
+@dataclass(frozen=True)
+class ChunkArraySpec:
+    """What a codec knows about the chunk in front of it."""
+    shape: tuple[int, ...]
+    data_type: DataType
+    fill_value: Any
+    #: store chunks (and inner chunks of shards) even when every element is the fill value
+    write_empty_chunks: bool = False
+
+    def with_shape(self, shape: tuple[int, ...]) -> "ChunkArraySpec":
+        return replace(self, shape=tuple(shape))
+
+    def with_data_type(self, data_type: DataType) -> "ChunkArraySpec":
+        return replace(self, data_type=data_type)
+
+
+class ByteSource(Protocol):
+    """Read access to one stored value, given to codecs that decode parts of it."""
+
+    key: str
+
+    def get(self) -> bytes | None:
+        """The whole value, or None if it is absent."""
+
+    def get_ranges(self, requests: Sequence[ByteRequest]) -> list[bytes] | None:
+        """The bytes of each request (near requests may be read as one), or None if the
+        value is absent."""
+
+
+class Codec(ABC):
+    """Base of all codecs. Subclasses set ``name`` (exactly as the spec names it) and
+    derive from one of the three kinds below."""
+
+    name: ClassVar[str]
+    kind: ClassVar[str]
+
+    @classmethod
+    @abstractmethod
+    def from_config(cls, configuration: dict[str, Any]) -> "Codec":
+        """Build from the ``configuration`` object; MetadataError on anything invalid."""
+
+    @abstractmethod
+    def to_json(self) -> dict[str, Any]:
+        """The full object form: ``{"name": ..., "configuration": {...}}``."""
+
+    def evolve(self, spec: ChunkArraySpec) -> "Codec":
+        """This codec with defaults that depend on the chunk filled in (blosc typesize,
+        ...). Called once when an array is created or opened."""
+        return self
+
+    def validate(self, spec: ChunkArraySpec) -> None:
+        """Raise MetadataError if this codec cannot process chunks described by ``spec``."""
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.to_json() == self.to_json()
+
+    def __hash__(self) -> int:
+        return hash(repr(self.to_json()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.to_json().get('configuration', {})})"
+
+
+class ArrayArrayCodec(Codec):
+    kind = "array_to_array"
+
+    def resolve_spec(self, spec: ChunkArraySpec) -> ChunkArraySpec:
+        """The spec of the array this codec produces from a chunk described by ``spec``."""
+        return spec
+
+    @abstractmethod
+    def encode(self, chunk: np.ndarray, spec: ChunkArraySpec) -> np.ndarray: ...
+
+    @abstractmethod
+    def decode(self, chunk: np.ndarray, spec: ChunkArraySpec) -> np.ndarray:
+        """``spec`` describes the decoded (input-side) chunk."""
+
+
+class ArrayBytesCodec(Codec):
+    kind = "array_to_bytes"
+
+    @abstractmethod
+    def encode(self, chunk: np.ndarray, spec: ChunkArraySpec) -> bytes | None:
+        """Bytes of the chunk, or None when nothing needs storing (an empty shard)."""
+
+    @abstractmethod
+    def decode(self, data: bytes, spec: ChunkArraySpec) -> np.ndarray: ...
+
+    def encoded_size(self, spec: ChunkArraySpec) -> int | None:
+        """Size of every encoding of a chunk of ``spec``, when it is fixed."""
+        return None
+
+    #: ``decode_partial`` and ``encode_partial`` are implemented
+    supports_partial: ClassVar[bool] = False
+
+    def decode_partial(self, source: ByteSource, selection: tuple[Any, ...],
+                       spec: ChunkArraySpec) -> np.ndarray | None:
+        """``chunk[selection]`` read from ``source`` without decoding the whole value;
+        ``selection`` is a tuple of slices (step >= 1) and 1-D int arrays, one per
+        dimension (orthogonal). None if the value is absent."""
+        raise NotImplementedError
+
+    def encode_partial(self, source: ByteSource, selection: tuple[Any, ...], value: np.ndarray,
+                       spec: ChunkArraySpec) -> bytes | None:
+        """The new encoded value after ``chunk[selection] = value``, reusing what it can of
+        the stored value; None when the result is empty and the key should be erased."""
+        raise NotImplementedError
+
+
+class BytesBytesCodec(Codec):
+    kind = "bytes_to_bytes"
+
+    @abstractmethod
+    def encode(self, data: bytes, spec: ChunkArraySpec) -> bytes: ...
+
+    @abstractmethod
+    def decode(self, data: bytes, spec: ChunkArraySpec) -> bytes: ...
+
+    def encoded_size(self, size: int, spec: ChunkArraySpec) -> int | None:
+        """Encoded size for an input of ``size`` bytes, when it is fixed (crc32c: +4)."""
+        return None

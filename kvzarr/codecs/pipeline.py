@@ -1,0 +1,141 @@
+"""The codec pipeline of one array (core spec "Codecs", encoding procedure): zero or more
+array -> array codecs, exactly one array -> bytes codec, zero or more bytes -> bytes.
+
+Decoding runs the list backwards. Specs are resolved per call because a rectilinear
+grid gives chunks of different codec shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import CodecError, KvzarrError, MetadataError
+from .base import (ArrayArrayCodec, ArrayBytesCodec, ByteSource, BytesBytesCodec, ChunkArraySpec,
+                   Codec)
+
+
+class CodecPipeline:
+    def __init__(self, codecs: Sequence[Codec]) -> None:
+        a2a: list[ArrayArrayCodec] = []
+        a2b: ArrayBytesCodec | None = None
+        b2b: list[BytesBytesCodec] = []
+        for codec in codecs:
+            if isinstance(codec, ArrayArrayCodec):
+                if a2b is not None:
+                    raise MetadataError(
+                        f"array->array codec {codec.name!r} after the array->bytes codec",
+                        field="codecs")
+                a2a.append(codec)
+            elif isinstance(codec, ArrayBytesCodec):
+                if a2b is not None:
+                    raise MetadataError("more than one array->bytes codec", field="codecs")
+                a2b = codec
+            elif isinstance(codec, BytesBytesCodec):
+                if a2b is None:
+                    raise MetadataError(
+                        f"bytes->bytes codec {codec.name!r} before the array->bytes codec",
+                        field="codecs")
+                b2b.append(codec)
+            else:
+                raise MetadataError(f"not a codec: {codec!r}", field="codecs")
+        if a2b is None:
+            raise MetadataError("codecs need exactly one array->bytes codec", field="codecs")
+        self.array_array = tuple(a2a)
+        self.array_bytes = a2b
+        self.bytes_bytes = tuple(b2b)
+
+    @property
+    def codecs(self) -> tuple[Codec, ...]:
+        return (*self.array_array, self.array_bytes, *self.bytes_bytes)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [c.to_json() for c in self.codecs]
+
+    def evolve(self, spec: ChunkArraySpec) -> "CodecPipeline":
+        """Fill chunk-dependent defaults and validate every codec against its input."""
+        out: list[Codec] = []
+        for codec in self.array_array:
+            codec = codec.evolve(spec)
+            codec.validate(spec)
+            out.append(codec)
+            spec = codec.resolve_spec(spec)
+        a2b = self.array_bytes.evolve(spec)
+        a2b.validate(spec)
+        out.append(a2b)
+        for codec in self.bytes_bytes:
+            codec = codec.evolve(spec)
+            codec.validate(spec)
+            out.append(codec)
+        return CodecPipeline(out)
+
+    def _array_bytes_spec(self, spec: ChunkArraySpec) -> ChunkArraySpec:
+        for codec in self.array_array:
+            spec = codec.resolve_spec(spec)
+        return spec
+
+    # -- whole chunks --------------------------------------------------------------------
+
+    def encode(self, chunk: np.ndarray, spec: ChunkArraySpec) -> bytes | None:
+        """Bytes to store for ``chunk`` (of ``spec.shape``), or None to store nothing."""
+        for codec in self.array_array:
+            chunk = codec.encode(chunk, spec)
+            spec = codec.resolve_spec(spec)
+        data = self.array_bytes.encode(chunk, spec)
+        if data is None:
+            return None
+        for codec in self.bytes_bytes:
+            data = codec.encode(data, spec)
+        return data
+
+    def decode(self, data: bytes, spec: ChunkArraySpec, key: str | None = None) -> np.ndarray:
+        """The chunk encoded in ``data``; errors name ``key``."""
+        specs = [spec]
+        for codec in self.array_array:
+            specs.append(codec.resolve_spec(specs[-1]))
+        try:
+            for codec in reversed(self.bytes_bytes):
+                data = codec.decode(data, specs[-1])
+            chunk = self.array_bytes.decode(data, specs[-1])
+            for codec, s in zip(reversed(self.array_array), reversed(specs[:-1])):
+                chunk = codec.decode(chunk, s)
+        except KvzarrError as e:
+            if key is not None and e.key is None:
+                raise type(e)(_plain_message(e), key=key) from e
+            raise
+        except Exception as e:  # a codec library failing on bad bytes
+            raise CodecError(f"could not decode chunk: {e}", key=key) from e
+        return chunk
+
+    # -- parts of chunks (sharding) ------------------------------------------------------
+
+    @property
+    def supports_partial(self) -> bool:
+        """Parts of a chunk can be read and written through byte ranges: the array->bytes
+        codec supports it and nothing transforms its bytes or reorders its elements."""
+        return (self.array_bytes.supports_partial and not self.bytes_bytes
+                and not self.array_array)
+
+    def decode_partial(self, source: ByteSource, selection: tuple[Any, ...],
+                       spec: ChunkArraySpec) -> np.ndarray | None:
+        return self.array_bytes.decode_partial(source, selection, spec)
+
+    def encode_partial(self, source: ByteSource, selection: tuple[Any, ...], value: np.ndarray,
+                       spec: ChunkArraySpec) -> bytes | None:
+        return self.array_bytes.encode_partial(source, selection, value, spec)
+
+    def encoded_size(self, spec: ChunkArraySpec) -> int | None:
+        """Fixed encoded size of every chunk of ``spec``, or None."""
+        size = self.array_bytes.encoded_size(self._array_bytes_spec(spec))
+        for codec in self.bytes_bytes:
+            if size is None:
+                return None
+            size = codec.encoded_size(size, spec)
+        return size
+
+
+def _plain_message(error: KvzarrError) -> str:
+    text = str(error)
+    return text.split(" (", 1)[0] if " (" in text else text
