@@ -1,0 +1,22 @@
+"""kvzarr: Zarr v3 arrays and groups in key-value stores.
+
+    >>> import kvzarr
+    >>> a = kvzarr.create_array("memory://", shape=(4, 4), chunks=(2, 2), dtype="int32")
+    >>> a[1:3, 1:3] = 7
+    >>> int(a[...].sum())
+    28
+"""
+
+from . import errors
+from .api import (array, create_array, create_group, full, group, ones, open, open_array,
+                  open_group, zeros)
+from .array import Array
+from .chunk_io import ArrayConfig
+from .group import Group
+from .stores import FilesystemStore, MemoryStore, Store, open_store
+
+__version__ = "0.1.0"
+
+__all__ = ["Array", "ArrayConfig", "FilesystemStore", "Group", "MemoryStore", "Store", "array",
+           "create_array", "create_group", "errors", "full", "group", "ones", "open",
+           "open_array", "open_group", "open_store", "zeros"]

@@ -1,0 +1,204 @@
+"""The functions users call first, named as zarr-python names them: ``open``,
+``open_array``, ``open_group``, ``create_array``, ``create_group`` and friends.
+
+``store`` may be a Store, a path or URL (see :func:`kvzarr.stores.open_store`), or None
+for a new in-memory store. ``mode`` follows zarr-python: ``r`` read-only, ``r+`` must
+exist, ``a`` open or create (default), ``w`` create and overwrite, ``w-`` create, fail
+if something is there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .array import Array, build_pipeline
+from .chunk_io import ArrayConfig
+from .creation import build_array_metadata
+from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError
+from .group import Group, node_from_metadata
+from .metadata.v3 import ArrayMetadata, GroupMetadata, parse_node_metadata
+from .node import metadata_key, normalize_path, read_node_metadata
+from .stores import Store, open_store
+
+_MODES = ("r", "r+", "a", "w", "w-")
+
+
+def _store_for(store: Any, mode: str) -> Store:
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
+    return open_store(store, mode=mode)
+
+
+def _config(config: Any, write_empty_chunks: bool | None) -> ArrayConfig:
+    if isinstance(config, ArrayConfig):
+        cfg = config
+    else:
+        cfg = ArrayConfig(**(config or {}))
+    if write_empty_chunks is not None:
+        from dataclasses import replace
+        cfg = replace(cfg, write_empty_chunks=write_empty_chunks)
+    return cfg
+
+
+def _existing(store: Store, path: str) -> ArrayMetadata | GroupMetadata | None:
+    data = store.get(metadata_key(path))
+    return None if data is None else parse_node_metadata(data, "/" + path)
+
+
+def _prepare_node_path(store: Store, path: str, overwrite: bool) -> None:
+    """Inside a write transaction: clear ``path`` (or fail) and make sure every ancestor
+    is a group, creating the missing ones."""
+    if store.exists(metadata_key(path)) or (overwrite and path and any(
+            True for _ in store.list_prefix(path + "/"))):
+        if not overwrite:
+            raise NodeExistsError("a node already exists; pass overwrite=True to replace it",
+                                  path="/" + path)
+        store.erase_prefix(path + "/" if path else "")
+    parts = path.split("/")[:-1] if path else []
+    for i in range(len(parts)):
+        ancestor = "/".join(parts[:i + 1])
+        found = _existing(store, ancestor)
+        if found is None:
+            store.set(metadata_key(ancestor), GroupMetadata().to_bytes())
+        elif not isinstance(found, GroupMetadata):
+            raise NodeTypeError("an ancestor of the new node is an array", path="/" + ancestor)
+    if path:
+        root = _existing(store, "")
+        if root is None:
+            store.set(metadata_key(""), GroupMetadata().to_bytes())
+        elif not isinstance(root, GroupMetadata):
+            raise NodeTypeError("the root of the store is an array", path="/")
+
+
+def create_array(store: Any = None, *, name: str | None = None, shape: Any = None,
+                 dtype: Any = None, data: Any = None, chunks: Any = "auto",
+                 shards: Any = None, fill_value: Any = None, filters: Any = None,
+                 compressors: Any = "auto", serializer: Any = "auto", codecs: Any = None,
+                 dimension_names: Any = None, attributes: dict[str, Any] | None = None,
+                 chunk_key_encoding: Any = None, overwrite: bool = False,
+                 config: Any = None, write_empty_chunks: bool | None = None,
+                 mode: str = "a") -> Array:
+    """Create an array and return it. With ``data``, shape and dtype default to the
+    data's and the data is written."""
+    store = _store_for(store, mode)
+    path = normalize_path(name)
+    if data is not None:
+        data = np.asanyarray(data[...] if isinstance(data, Array) else data)
+        shape = data.shape if shape is None else shape
+        dtype = data.dtype if dtype is None else dtype
+    if shape is None:
+        raise TypeError("create_array needs a shape (or data)")
+    metadata = build_array_metadata(
+        shape=shape, dtype=dtype, chunks=chunks, shards=shards, fill_value=fill_value,
+        filters=filters, compressors=compressors, serializer=serializer, codecs=codecs,
+        dimension_names=dimension_names, attributes=attributes,
+        chunk_key_encoding=chunk_key_encoding)
+    cfg = _config(config, write_empty_chunks)
+    pipeline = build_pipeline(metadata, cfg)  # validates codecs before anything is written
+    metadata = _with_codecs(metadata, pipeline.codecs)
+    with store.transaction():
+        _prepare_node_path(store, path, overwrite)
+        store.set(metadata_key(path), metadata.to_bytes())
+        array = Array(store, path, metadata, config=cfg)
+        if data is not None:
+            array[...] = data
+    return array
+
+
+def _with_codecs(metadata: ArrayMetadata, codecs: tuple[Any, ...]) -> ArrayMetadata:
+    from dataclasses import replace
+    return replace(metadata, codecs=tuple(codecs))
+
+
+def create_group(store: Any = None, *, path: str | None = None,
+                 attributes: dict[str, Any] | None = None, overwrite: bool = False,
+                 mode: str = "a") -> Group:
+    store = _store_for(store, mode)
+    path = normalize_path(path)
+    metadata = GroupMetadata(attributes=dict(attributes or {}))
+    with store.transaction():
+        _prepare_node_path(store, path, overwrite)
+        store.set(metadata_key(path), metadata.to_bytes())
+    return Group(store, path, metadata)
+
+
+def open_array(store: Any = None, *, mode: str = "a", path: str | None = None,
+               name: str | None = None, config: Any = None,
+               write_empty_chunks: bool | None = None, **kwargs: Any) -> Array:
+    """Open an existing array; with mode "a"/"w"/"w-" and a shape, create it."""
+    st = _store_for(store, mode)
+    node_path = normalize_path(path if path is not None else name)
+    cfg = _config(config, write_empty_chunks)
+    if mode in ("w", "w-"):
+        return create_array(st, name=node_path, overwrite=(mode == "w"), config=cfg, **kwargs)
+    found = _existing(st, node_path)
+    if found is None:
+        if mode == "a" and ("shape" in kwargs or "data" in kwargs):
+            return create_array(st, name=node_path, config=cfg, **kwargs)
+        raise NodeNotFoundError("no array found", path="/" + node_path)
+    if not isinstance(found, ArrayMetadata):
+        raise NodeTypeError("a group, not an array, is at this path", path="/" + node_path)
+    return Array(st, node_path, found, read_only=(mode == "r"), config=cfg)
+
+
+def open_group(store: Any = None, *, mode: str = "a", path: str | None = None,
+               attributes: dict[str, Any] | None = None) -> Group:
+    """Open a group; with mode "a" create it when absent, with "w"/"w-" create it."""
+    st = _store_for(store, mode)
+    node_path = normalize_path(path)
+    if mode in ("w", "w-"):
+        return create_group(st, path=node_path, attributes=attributes, overwrite=(mode == "w"))
+    found = _existing(st, node_path)
+    if found is None:
+        if mode == "a":
+            return create_group(st, path=node_path, attributes=attributes)
+        raise NodeNotFoundError("no group found", path="/" + node_path)
+    if not isinstance(found, GroupMetadata):
+        raise NodeTypeError("an array, not a group, is at this path", path="/" + node_path)
+    return Group(st, node_path, found, read_only=(mode == "r"))
+
+
+def open(store: Any = None, *, mode: str = "a", path: str | None = None,
+         **kwargs: Any) -> Array | Group:
+    """Open whatever is at ``path``: an Array or a Group. If nothing is there, create an
+    array when ``shape`` is given, else a group (modes "a", "w", "w-")."""
+    st = _store_for(store, mode)
+    node_path = normalize_path(path)
+    if mode in ("w", "w-") or ("shape" in kwargs and mode == "a"
+                                and _existing(st, node_path) is None):
+        if "shape" in kwargs or "data" in kwargs:
+            return open_array(st, mode=mode, path=node_path, **kwargs)
+        return open_group(st, mode=mode, path=node_path, **kwargs)
+    found = _existing(st, node_path)
+    if found is None:
+        if mode == "a":
+            return create_group(st, path=node_path, **kwargs)
+        raise NodeNotFoundError("no array or group found", path="/" + node_path)
+    config = _config(kwargs.pop("config", None), kwargs.pop("write_empty_chunks", None))
+    return node_from_metadata(st, node_path, found, read_only=(mode == "r"), config=config)
+
+
+def group(store: Any = None, **kwargs: Any) -> Group:
+    return open_group(store, **kwargs)
+
+
+def array(data: Any, store: Any = None, **kwargs: Any) -> Array:
+    return create_array(store, data=data, **kwargs)
+
+
+def full(shape: Any, fill_value: Any, store: Any = None, **kwargs: Any) -> Array:
+    return create_array(store, shape=shape, fill_value=fill_value, **kwargs)
+
+
+def zeros(shape: Any, store: Any = None, **kwargs: Any) -> Array:
+    return create_array(store, shape=shape, fill_value=0, **kwargs)
+
+
+def ones(shape: Any, store: Any = None, **kwargs: Any) -> Array:
+    return create_array(store, shape=shape, fill_value=1, **kwargs)
+
+
+__all__ = ["array", "create_array", "create_group", "full", "group", "ones", "open",
+           "open_array", "open_group", "read_node_metadata", "zeros"]

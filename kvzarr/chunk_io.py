@@ -1,0 +1,257 @@
+"""Moving chunks between a store and numpy: the read and write engine under Array.
+
+A read fetches every chunk a selection touches in one read transaction (``get_many``),
+decodes them in a thread pool (the compressors release the GIL) and copies each
+projection into the output. A sharded array reads only the index and the inner chunks a
+small selection needs (``decode_partial``). A write does its read-modify-write of every
+partly covered chunk inside ONE write transaction, so on a transactional store two
+processes writing different elements of one chunk both survive; a chunk that ends up
+equal to the fill value is erased instead of stored (unless ``write_empty_chunks``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .byteranges import ByteRequest, RangeRequest, coalesce_ranges
+from .codecs.base import ChunkArraySpec
+from .codecs.pipeline import CodecPipeline
+from .errors import ChunkNotFoundError
+from .indexing import ChunkProjection, CoordinateIndexer, Indexer, MaskIndexer, prepare_value
+from .indexing import to_orthogonal
+from .metadata.v3 import ArrayMetadata
+from .stores.base import Store
+
+_POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2),
+                           thread_name_prefix="kvzarr-codec")
+#: below this many encoded bytes in a batch, threads cost more than they save
+_POOL_MIN_BYTES = 512 * 1024
+#: raw bytes of chunks encoded before they are handed to the store in one set_many
+_WRITE_BATCH_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ArrayConfig:
+    """Runtime settings of an array; not stored in metadata."""
+    #: store chunks that equal the fill value (default: erase them)
+    write_empty_chunks: bool = False
+    #: a missing chunk reads as the fill value (default) instead of raising ChunkNotFoundError
+    read_missing_chunks: bool = True
+    #: gap and span limits for merging byte ranges of one shard into one read
+    coalesce_max_gap: int = 64 * 1024
+    coalesce_max_bytes: int = 16 * 1024 * 1024
+
+
+class StoreByteSource:
+    """A ByteSource over one key of a store; nearby ranges are read as one."""
+
+    def __init__(self, store: Store, key: str, config: ArrayConfig) -> None:
+        self.store, self.key, self._config = store, key, config
+
+    def get(self) -> bytes | None:
+        return self.store.get(self.key)
+
+    def get_ranges(self, requests: Sequence[ByteRequest]) -> list[bytes] | None:
+        ranges = [(i, r) for i, r in enumerate(requests) if isinstance(r, RangeRequest)]
+        others = [(i, r) for i, r in enumerate(requests) if not isinstance(r, RangeRequest)]
+        groups = coalesce_ranges([r for _, r in ranges], self._config.coalesce_max_gap,
+                                 self._config.coalesce_max_bytes)
+        asks = [(self.key, g) for g, _ in groups] + [(self.key, r) for _, r in others]
+        got = self.store.get_partial_values(asks)
+        if any(v is None for v in got):
+            return None
+        out: list[bytes] = [b""] * len(requests)
+        for (merged, members), data in zip(groups, got):
+            for m in members:
+                idx, r = ranges[m]
+                out[idx] = data[r.start - merged.start:r.end - merged.start]
+        for (idx, _), data in zip(others, got[len(groups):]):
+            out[idx] = data
+        return out
+
+
+class ChunkIO:
+    """Reads and writes the chunks of one array."""
+
+    def __init__(self, store: Store, path: str, metadata: ArrayMetadata,
+                 pipeline: CodecPipeline, config: ArrayConfig) -> None:
+        self.store = store
+        self.metadata = metadata
+        self.pipeline = pipeline
+        self.config = config
+        self.prefix = f"{path}/" if path else ""
+        self.grid = metadata.chunk_grid
+        self.dtype = metadata.data_type.numpy_dtype
+        self._encode_key = metadata.chunk_key_encoding.encode
+        self._spec_cache: dict[tuple[int, ...], ChunkArraySpec] = {}
+        self._base_spec = ChunkArraySpec((), metadata.data_type, metadata.fill_value,
+                                         config.write_empty_chunks)
+
+    def key(self, coords: Sequence[int]) -> str:
+        return self.prefix + self._encode_key(coords)
+
+    def spec(self, coords: tuple[int, ...]) -> ChunkArraySpec:
+        shape = self.grid.codec_shape(coords)
+        spec = self._spec_cache.get(shape)
+        if spec is None:
+            spec = self._spec_cache[shape] = self._base_spec.with_shape(shape)
+        return spec
+
+    def fill_chunk(self, spec: ChunkArraySpec) -> np.ndarray:
+        return np.full(spec.shape, self.metadata.fill_value, dtype=self.dtype)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def read(self, indexer: Indexer) -> np.ndarray:
+        out = np.empty(indexer.buffer_shape, dtype=self.dtype)
+        projections = list(indexer)
+        if projections:
+            partial = self.pipeline.supports_partial
+            whole = [p for p in projections if not partial or p.is_complete_chunk]
+            parts = [p for p in projections if partial and not p.is_complete_chunk]
+            with self.store.transaction(write=False):
+                values = self.store.get_many([self.key(p.chunk_coords) for p in whole])
+                for p in parts:
+                    self._read_part(p, out)
+            self._decode_into(whole, values, out)
+        return out.reshape(indexer.shape)
+
+    def _read_part(self, p: ChunkProjection, out: np.ndarray) -> None:
+        spec = self.spec(p.chunk_coords)
+        key = self.key(p.chunk_coords)
+        orth, sub = to_orthogonal(p.chunk_selection, spec.shape)
+        block = self.pipeline.decode_partial(StoreByteSource(self.store, key, self.config),
+                                             orth, spec)
+        if block is None:
+            self._fill_missing(key, p, out)
+        else:
+            out[p.out_selection] = block[sub]
+
+    def _fill_missing(self, key: str, p: ChunkProjection, out: np.ndarray) -> None:
+        if not self.config.read_missing_chunks:
+            raise ChunkNotFoundError("chunk is missing and read_missing_chunks is off", key=key)
+        out[p.out_selection] = self.metadata.fill_value
+
+    def _decode_into(self, projections: list[ChunkProjection], values: list[bytes | None],
+                     out: np.ndarray) -> None:
+        def work(item: tuple[ChunkProjection, bytes | None]) -> None:
+            p, data = item
+            if data is None:
+                self._fill_missing(self.key(p.chunk_coords), p, out)
+                return
+            chunk = self.pipeline.decode(data, self.spec(p.chunk_coords),
+                                         key=self.key(p.chunk_coords))
+            out[p.out_selection] = chunk[p.chunk_selection]
+
+        total = sum(len(v) for v in values if v is not None)
+        _run(work, list(zip(projections, values)), parallel=total >= _POOL_MIN_BYTES)
+
+    # -- writing -------------------------------------------------------------------------
+
+    def write(self, indexer: Indexer, value: Any) -> None:
+        # Validate and convert the value before anything is read or written, so a bad
+        # value leaves the store as it was.
+        values = prepare_value(value, indexer, self.dtype)
+        projections = list(indexer)
+        if not projections:
+            return
+        pointwise = isinstance(indexer, (CoordinateIndexer, MaskIndexer))
+        partial = self.pipeline.supports_partial
+        with self.store.transaction():
+            batch: list[ChunkProjection] = []
+            batch_bytes = 0
+            for p in projections:
+                if partial and not p.is_complete_chunk:
+                    self._write_part(p, values, pointwise)
+                    continue
+                batch.append(p)
+                batch_bytes += self._nbytes(p)
+                if batch_bytes >= _WRITE_BATCH_BYTES:
+                    self._write_batch(batch, values)
+                    batch, batch_bytes = [], 0
+            if batch:
+                self._write_batch(batch, values)
+
+    def _nbytes(self, p: ChunkProjection) -> int:
+        return int(np.prod(self.grid.codec_shape(p.chunk_coords))) * max(self.dtype.itemsize, 8)
+
+    def _write_batch(self, batch: list[ChunkProjection], values: np.ndarray) -> None:
+        need_old = [p for p in batch if not p.is_complete_chunk]
+        olds = dict(zip((self.key(p.chunk_coords) for p in need_old),
+                        self.store.get_many([self.key(p.chunk_coords) for p in need_old])))
+
+        def work(p: ChunkProjection) -> tuple[str, bytes | None]:
+            spec = self.spec(p.chunk_coords)
+            key = self.key(p.chunk_coords)
+            chunk = self._merged_chunk(p, spec, key, olds.get(key), values)
+            if (not self.config.write_empty_chunks
+                    and self.metadata.data_type.is_fill(chunk, self.metadata.fill_value)):
+                return key, None
+            return key, self.pipeline.encode(chunk, spec)
+
+        results = _run(work, batch, parallel=len(batch) > 1
+                       and sum(self._nbytes(p) for p in batch) >= _POOL_MIN_BYTES)
+        puts = [(k, v) for k, v in results if v is not None]
+        erases = [k for k, v in results if v is None]
+        if puts:
+            self.store.set_many(puts)
+        if erases:
+            self.store.erase_values(erases)
+
+    def _merged_chunk(self, p: ChunkProjection, spec: ChunkArraySpec, key: str,
+                      old: bytes | None, values: np.ndarray) -> np.ndarray:
+        part = values[p.out_selection]
+        if p.is_complete_chunk:
+            if part.shape == spec.shape:
+                return part  # the selection is the whole chunk: no padding, no copy
+            chunk = self.fill_chunk(spec)
+        elif old is None:
+            chunk = self.fill_chunk(spec)
+        else:
+            chunk = np.array(self.pipeline.decode(old, spec, key=key), copy=True)
+        chunk[p.chunk_selection] = part
+        return chunk
+
+    def _write_part(self, p: ChunkProjection, values: np.ndarray, pointwise: bool) -> None:
+        """Write part of a shard through the codec, reusing its untouched inner chunks."""
+        spec = self.spec(p.chunk_coords)
+        key = self.key(p.chunk_coords)
+        source = StoreByteSource(self.store, key, self.config)
+        orth, sub = to_orthogonal(p.chunk_selection, spec.shape)
+        part = values[p.out_selection]
+        block_shape = _selected_shape(orth, spec.shape)
+        if not pointwise and part.size == int(np.prod(block_shape)):
+            block = np.empty(block_shape, dtype=self.dtype)  # every element is written
+        else:
+            old = self.pipeline.decode_partial(source, orth, spec)
+            block = (np.full(block_shape, self.metadata.fill_value, dtype=self.dtype)
+                     if old is None else np.array(old, copy=True))
+        block[sub] = part
+        encoded = self.pipeline.encode_partial(source, orth, block, spec)
+        if encoded is None:
+            self.store.erase(key)
+        else:
+            self.store.set(key, encoded)
+
+
+def _selected_shape(orth: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    out = []
+    for sel, n in zip(orth, shape):
+        if isinstance(sel, slice):
+            out.append(len(range(*sel.indices(n))))
+        else:
+            out.append(len(sel))
+    return tuple(out)
+
+
+def _run(fn: Callable[[Any], Any], items: Iterable[Any], parallel: bool) -> list[Any]:
+    items = list(items)
+    if parallel and len(items) > 1:
+        return list(_POOL.map(fn, items))
+    return [fn(item) for item in items]

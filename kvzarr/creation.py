@@ -1,0 +1,160 @@
+"""Turning ``create_array`` arguments into array metadata, with zarr-python 3's defaults:
+automatic chunk shapes of about 1 MiB, the ``bytes`` serializer (``vlen-utf8`` /
+``vlen-bytes`` for variable-length types), ``zstd`` level 0 as the compressor, shards
+through ``sharding_indexed`` with a ``bytes`` + ``crc32c`` index.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .codecs.base import Codec
+from .codecs.registry import codec_from_json
+from .errors import MetadataError
+from .grid import ChunkGrid, VaryingDimension
+from .metadata.chunk_keys import ChunkKeyEncoding, parse_chunk_key_encoding
+from .metadata.dtypes import DataType, data_type_from_numpy
+from .metadata.v3 import ArrayMetadata
+
+_TARGET_CHUNK_BYTES = 1 << 20
+
+
+def guess_chunks(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
+    """Chunk shape of about 1 MiB, halving the largest dimension first (as zarr-python)."""
+    if not shape:
+        return ()
+    chunks = [max(1, n) for n in shape]
+    while math.prod(chunks) * itemsize > _TARGET_CHUNK_BYTES and max(chunks) > 1:
+        i = int(np.argmax(chunks))
+        chunks[i] = -(-chunks[i] // 2)
+    return tuple(chunks)
+
+
+def _as_codec(obj: Any, field: str) -> Codec:
+    if isinstance(obj, Codec):
+        return obj
+    if isinstance(obj, (dict, str)):
+        codec = codec_from_json(obj, field)
+        if codec is None:
+            raise MetadataError(f"codec {obj!r} would be ignored", field=field)
+        return codec
+    codec_id = getattr(obj, "codec_id", None)
+    if codec_id is not None:  # a numcodecs codec object
+        config = {k: v for k, v in obj.get_config().items() if k != "id"}
+        return _as_codec({"name": f"numcodecs.{codec_id}", "configuration": config}, field)
+    raise MetadataError(f"not a codec: {obj!r}", field=field)
+
+
+def _codec_list(obj: Any, field: str) -> list[Codec]:
+    if obj is None:
+        return []
+    if isinstance(obj, (list, tuple)):
+        return [_as_codec(o, f"{field}[{i}]") for i, o in enumerate(obj)]
+    return [_as_codec(obj, field)]
+
+
+def default_serializer(data_type: DataType) -> Codec:
+    if data_type.is_variable_length:
+        name = "vlen-utf8" if data_type.name == "string" else "vlen-bytes"
+        return _as_codec({"name": name, "configuration": {}}, "serializer")
+    if data_type.has_endianness and (data_type.itemsize or 0) > 1:
+        return _as_codec({"name": "bytes", "configuration": {"endian": "little"}}, "serializer")
+    return _as_codec({"name": "bytes"}, "serializer")
+
+
+def default_compressors() -> list[Codec]:
+    return [_as_codec({"name": "zstd", "configuration": {"level": 0, "checksum": False}},
+                      "compressors")]
+
+
+def build_grid(shape: tuple[int, ...], chunks: Any, itemsize: int
+               ) -> tuple[ChunkGrid, str]:
+    """The chunk grid for ``chunks``: "auto", an int, a tuple of ints (regular) or a list
+    with lists of edges (rectilinear; the edges must cover the extent exactly)."""
+    if chunks is None or (isinstance(chunks, str) and chunks == "auto"):
+        chunks = guess_chunks(shape, itemsize)
+    if isinstance(chunks, (int, np.integer)):
+        chunks = (int(chunks),) * len(shape)
+    chunks = list(chunks)
+    if len(chunks) != len(shape):
+        raise MetadataError(f"chunks {chunks} do not match the array's {len(shape)} dimensions",
+                            field="chunks")
+    nested = any(not isinstance(c, (int, np.integer)) for c in chunks)
+    for i, (c, n) in enumerate(zip(chunks, shape)):
+        if isinstance(c, (int, np.integer)):
+            if c < 1:
+                raise MetadataError(f"chunk size {c} in dimension {i} must be >= 1",
+                                    field="chunks")
+        else:
+            edges = [int(e) for e in c]
+            if sum(edges) != n:
+                raise MetadataError(
+                    f"chunk edges {edges} of dimension {i} sum to {sum(edges)}, not to the "
+                    f"extent {n}", field="chunks")
+    grid = ChunkGrid.from_sizes(shape, chunks)
+    name = "rectilinear" if nested and any(isinstance(d, VaryingDimension)
+                                           for d in grid.dimensions) else "regular"
+    return grid, name
+
+
+def build_array_metadata(
+        *, shape: Any, dtype: Any, chunks: Any = "auto", shards: Any = None,
+        fill_value: Any = None, filters: Any = None, compressors: Any = "auto",
+        serializer: Any = "auto", codecs: Any = None, dimension_names: Any = None,
+        attributes: dict[str, Any] | None = None, chunk_key_encoding: Any = None
+) -> ArrayMetadata:
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+    if any(n < 0 for n in shape):
+        raise MetadataError(f"negative extent in shape {shape}", field="shape")
+    data_type = data_type_from_numpy("float64" if dtype is None else dtype)
+    fill = data_type.coerce_fill(fill_value)
+    itemsize = data_type.itemsize or 16
+
+    if codecs is not None:
+        codec_list = _codec_list(codecs, "codecs")
+        outer_chunks = chunks
+        if shards is not None:
+            raise MetadataError("give shards through the codecs list when codecs= is used",
+                                field="shards")
+    else:
+        ser = default_serializer(data_type) if (isinstance(serializer, str)
+                                                and serializer == "auto") \
+            else _as_codec(serializer, "serializer")
+        comps = default_compressors() if (isinstance(compressors, str)
+                                          and compressors == "auto") \
+            else _codec_list(compressors, "compressors")
+        filt = [] if (filters is None or (isinstance(filters, str) and filters == "auto")) \
+            else _codec_list(filters, "filters")
+        inner = [*filt, ser, *comps]
+        if shards is None:
+            codec_list, outer_chunks = inner, chunks
+        else:
+            if isinstance(chunks, str) or chunks is None:
+                raise MetadataError("sharded arrays need an explicit inner chunk shape",
+                                    field="chunks")
+            inner_chunks = [int(c) for c in chunks]
+            sharding = _as_codec({"name": "sharding_indexed", "configuration": {
+                "chunk_shape": inner_chunks,
+                "codecs": [c.to_json() for c in inner],
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                                 {"name": "crc32c"}],
+                "index_location": "end"}}, "shards")
+            codec_list, outer_chunks = [sharding], shards
+
+    grid, grid_name = build_grid(shape, outer_chunks, itemsize)
+    cke = (ChunkKeyEncoding("default", "/") if chunk_key_encoding is None
+           else parse_chunk_key_encoding(chunk_key_encoding)
+           if not isinstance(chunk_key_encoding, ChunkKeyEncoding) else chunk_key_encoding)
+    if dimension_names is not None:
+        dimension_names = tuple(dimension_names)
+        if len(dimension_names) != len(shape):
+            raise MetadataError(f"{len(dimension_names)} dimension names for "
+                                f"{len(shape)} dimensions", field="dimension_names")
+    return ArrayMetadata(
+        shape=shape, data_type=data_type, chunk_grid=grid, chunk_grid_name=grid_name,
+        chunk_key_encoding=cke, fill_value=fill, codecs=tuple(codec_list),
+        attributes=dict(attributes or {}), dimension_names=dimension_names)

@@ -1,0 +1,151 @@
+"""Group: a node with children, found through the store's ``list_dir`` (a range scan on
+ordered stores). Children are addressed by relative paths (``g["a/b"]``).
+
+Deleting a member erases its whole subtree in one store transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .array import Array
+from .chunk_io import ArrayConfig
+from .errors import NodeNotFoundError, NodeTypeError
+from .metadata.v3 import ArrayMetadata, GroupMetadata
+from .node import Node, metadata_key, normalize_path, read_node_metadata
+from .stores.base import Store
+
+
+def node_from_metadata(store: Store, path: str, metadata: ArrayMetadata | GroupMetadata, *,
+                       read_only: bool, config: ArrayConfig | None = None) -> "Array | Group":
+    if isinstance(metadata, ArrayMetadata):
+        return Array(store, path, metadata, read_only=read_only, config=config)
+    return Group(store, path, metadata, read_only=read_only)
+
+
+class Group(Node):
+    metadata: GroupMetadata
+
+    def _child_path(self, name: str) -> str:
+        rel = normalize_path(name)
+        if not rel:
+            raise NodeNotFoundError("empty member name", path=self.name)
+        return f"{self.path}/{rel}" if self.path else rel
+
+    # -- lookup --------------------------------------------------------------------------
+
+    def __getitem__(self, name: str) -> "Array | Group":
+        path = self._child_path(name)
+        return node_from_metadata(self.store, path, read_node_metadata(self.store, path),
+                                  read_only=self.read_only)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except NodeNotFoundError:
+            return default
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        try:
+            return self.store.exists(metadata_key(self._child_path(name)))
+        except (NodeNotFoundError, ValueError):
+            return False
+
+    def _child_names(self) -> list[str]:
+        prefix = f"{self.path}/" if self.path else ""
+        dirs = [entry[:-1] for entry in self.store.list_dir(prefix) if entry.endswith("/")]
+        if not dirs:
+            return []
+        present = self.store.get_many([metadata_key(prefix + d) for d in dirs])
+        return [d for d, doc in zip(dirs, present) if doc is not None]
+
+    def members(self, max_depth: int | None = 0) -> Iterator[tuple[str, "Array | Group"]]:
+        """(relative name, node) of the children, in name order; ``max_depth=None`` walks
+        the whole subtree (names are then relative paths)."""
+        prefix = f"{self.path}/" if self.path else ""
+        names = self._child_names()
+        if not names:
+            return
+        from .metadata.v3 import parse_node_metadata
+        docs = self.store.get_many([metadata_key(prefix + n) for n in names])
+        for name, doc in zip(names, docs):
+            if doc is None:
+                continue  # deleted between listing and reading
+            node = node_from_metadata(self.store, prefix + name,
+                                      parse_node_metadata(doc, prefix + name),
+                                      read_only=self.read_only)
+            yield name, node
+            if isinstance(node, Group) and (max_depth is None or max_depth > 0):
+                deeper = None if max_depth is None else max_depth - 1
+                for sub, child in node.members(max_depth=deeper):
+                    yield f"{name}/{sub}", child
+
+    def keys(self) -> Iterator[str]:
+        return iter(self._child_names())
+
+    __iter__ = keys
+
+    def __len__(self) -> int:
+        return len(self._child_names())
+
+    def arrays(self) -> Iterator[tuple[str, Array]]:
+        return ((n, m) for n, m in self.members() if isinstance(m, Array))
+
+    def groups(self) -> Iterator[tuple[str, "Group"]]:
+        return ((n, m) for n, m in self.members() if isinstance(m, Group))
+
+    def array_keys(self) -> Iterator[str]:
+        return (n for n, _ in self.arrays())
+
+    def group_keys(self) -> Iterator[str]:
+        return (n for n, _ in self.groups())
+
+    def tree(self) -> str:
+        """The hierarchy below this group as indented text."""
+        lines = [self.name]
+        for name, node in self.members(max_depth=None):
+            depth = name.count("/")
+            label = name.rsplit("/", 1)[-1]
+            if isinstance(node, Array):
+                label += f" {node.shape} {node.dtype}"
+            lines.append("  " * (depth + 1) + label)
+        return "\n".join(lines)
+
+    # -- creation and deletion -----------------------------------------------------------
+
+    def create_group(self, name: str, *, overwrite: bool = False,
+                     attributes: dict[str, Any] | None = None) -> "Group":
+        from .api import create_group
+        return create_group(self.store, path=self._child_path(name), overwrite=overwrite,
+                            attributes=attributes)
+
+    def require_group(self, name: str, **kwargs: Any) -> "Group":
+        node = self.get(name)
+        if node is None:
+            return self.create_group(name, **kwargs)
+        if not isinstance(node, Group):
+            raise NodeTypeError("an array exists at this path", path=node.name)
+        return node
+
+    def create_array(self, name: str, **kwargs: Any) -> Array:
+        from .api import create_array
+        return create_array(self.store, name=self._child_path(name), **kwargs)
+
+    def __delitem__(self, name: str) -> None:
+        self._check_writable()
+        path = self._child_path(name)
+        with self.store.transaction():
+            if not self.store.exists(metadata_key(path)):
+                raise NodeNotFoundError("no such member", path="/" + path)
+            self.store.erase_prefix(path + "/")
+
+    def __repr__(self) -> str:
+        return f"<kvzarr.Group {self.name!r}>"
+
+    @property
+    def info(self) -> str:
+        return (f"Type       : Group\nZarr format: 3\nPath       : {self.name}\n"
+                f"Store      : {self.store!r}\nMembers    : {len(self)}")

@@ -1,0 +1,95 @@
+"""What arrays and groups share: where they live, their metadata, their attributes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .attributes import Attributes
+from .errors import MetadataError, NodeNotFoundError, ReadOnlyError
+from .metadata.v3 import ZARR_JSON, ArrayMetadata, GroupMetadata, load_json, parse_node_metadata
+from .stores.base import Store
+
+
+def normalize_path(path: str | None) -> str:
+    """A node path without leading/trailing '/' ("" for the root)."""
+    if not path:
+        return ""
+    if not isinstance(path, str):
+        raise TypeError(f"a node path is a str, not {type(path).__name__}")
+    parts = [p for p in path.replace("\\", "/").split("/") if p]
+    for p in parts:
+        if p in (".", ".."):
+            raise MetadataError(f"node path may not contain {p!r} segments", path=path)
+        if p == ZARR_JSON:
+            raise MetadataError("a node may not be named 'zarr.json'", path=path)
+    return "/".join(parts)
+
+
+def metadata_key(path: str) -> str:
+    return f"{path}/{ZARR_JSON}" if path else ZARR_JSON
+
+
+def read_node_metadata(store: Store, path: str) -> ArrayMetadata | GroupMetadata:
+    data = store.get(metadata_key(path))
+    if data is None:
+        raise NodeNotFoundError("no array or group found", path=path or "/")
+    return parse_node_metadata(data, path=path or "/")
+
+
+class Node:
+    """Base of Array and Group."""
+
+    metadata: ArrayMetadata | GroupMetadata
+
+    def __init__(self, store: Store, path: str, metadata: Any, *, read_only: bool = False) -> None:
+        self.store = store
+        self.path = path
+        self.metadata = metadata
+        self.read_only = read_only or store.read_only
+
+    @property
+    def name(self) -> str:
+        """Absolute path of the node, as zarr-python names it ("/" for the root)."""
+        return "/" + self.path
+
+    @property
+    def basename(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+    @property
+    def attrs(self) -> Attributes:
+        return Attributes(self)
+
+    def _attributes(self) -> dict[str, Any]:
+        return self.metadata.attributes
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError("node was opened read-only", path=self.name)
+
+    def _update_attributes(self, change: Callable[[dict[str, Any]], None]) -> None:
+        self._check_writable()
+        key = metadata_key(self.path)
+        with self.store.transaction():
+            data = self.store.get(key)
+            if data is None:
+                raise NodeNotFoundError("node was deleted", path=self.name)
+            doc = load_json(data, self.name)
+            attrs = dict(doc.get("attributes") or {})
+            change(attrs)
+            doc["attributes"] = attrs
+            # Validate by parsing before writing: JSON-incompatible values fail here.
+            fresh = parse_node_metadata(doc, self.name)
+            self.store.set(key, fresh.to_bytes())
+        self._set_metadata(fresh)
+
+    def _set_metadata(self, metadata: Any) -> None:
+        self.metadata = metadata
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is type(self) and other.store is self.store
+                and other.path == self.path)
+
+    def __hash__(self) -> int:
+        return hash((id(self.store), self.path))
