@@ -62,8 +62,4 @@ def _load_builtin() -> None:
     import importlib
     for module in ("bytes", "transpose", "gzip", "blosc", "zstd", "crc32c",
                    "vlen", "sharding_indexed"):
-        try:
-            importlib.import_module(f"{__package__}.{module}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__package__}.{module}":
-                raise
+        importlib.import_module(f"{__package__}.{module}")

@@ -1,0 +1,435 @@
+"""The ``sharding_indexed`` codec (codecs/sharding-indexed v1.0; SPEC-NOTES §5, §1.6):
+array -> bytes, many inner chunks in one stored value plus an index.
+
+Configuration (all four members are written; ``index_location`` defaults to ``"end"``
+when absent on read)::
+
+    {"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [32, 32],
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                         {"name": "crc32c"}],
+        "index_location": "end"}}
+
+Promises:
+
+* ``codecs`` and ``index_codecs`` are full codec pipelines (nested sharding works);
+  ``index_codecs`` must give a fixed-size encoding (MetadataError otherwise, as
+  tensorstore). The inner chunk shape must divide the shard shape in every dimension;
+  everything is computed from ``spec.shape``, so shards of a rectilinear outer grid each
+  get their own chunks-per-shard and index size.
+* Writing lays inner chunks out in Morton order, as zarr-python 3 does (its shards and
+  ours are byte-identical), offsets counted from byte 0 of the shard. An inner chunk
+  equal to the fill value is not stored unless ``write_empty_chunks``; a shard with no
+  inner chunk left encodes to None (the key is erased).
+* Reading verifies the index through ``index_codecs`` (crc32c: ChecksumMismatchError) and
+  rejects a shard shorter than its index or an entry past its end (CodecError).
+* ``decode_partial`` reads the index with one request, then only the needed inner chunks
+  with one ``get_ranges`` call (one ``get`` when every inner chunk is needed).
+  ``encode_partial`` decodes only the inner chunks the selection partly covers and copies
+  untouched inner chunks' encoded bytes verbatim.
+* Many inner chunks are encoded and decoded in a shared thread pool
+  (:mod:`.sharding.parallel`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..byteranges import RangeRequest, SuffixRequest
+from ..errors import CodecError, MetadataError, ShapeMismatchError
+from ..indexing import OrthogonalIndexer
+from .base import ArrayBytesCodec, ByteSource, ChunkArraySpec, Codec
+from .pipeline import CodecPipeline
+from .registry import codecs_from_json, register_codec
+from .sharding.layout import MISSING, ShardIndex, ShardLayout, index_data_type, make_layout
+from .sharding.parallel import map_items, worth_threads
+
+_LOCATIONS = ("start", "end")
+_DEFAULT_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}]
+_DEFAULT_INDEX_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}},
+                         {"name": "crc32c"}]
+_FIELD = "sharding_indexed"
+
+
+def _pipeline(codecs: CodecPipeline | Sequence[Codec] | Sequence[dict[str, Any]],
+              field: str) -> CodecPipeline:
+    if isinstance(codecs, CodecPipeline):
+        return codecs
+    codecs = list(codecs)
+    if codecs and all(isinstance(c, Codec) for c in codecs):
+        return CodecPipeline(codecs)
+    return CodecPipeline(codecs_from_json(codecs, field=field))
+
+
+class ShardingCodec(ArrayBytesCodec):
+    """Inner chunks encoded with ``codecs``, located through an index."""
+
+    name = "sharding_indexed"
+    supports_partial = True
+
+    def __init__(self, chunk_shape: Sequence[int],
+                 codecs: CodecPipeline | Sequence[Any] | None = None,
+                 index_codecs: CodecPipeline | Sequence[Any] | None = None,
+                 index_location: str = "end") -> None:
+        shape = tuple(chunk_shape)
+        if not all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) and c >= 1
+                   for c in shape):
+            raise MetadataError(f"chunk_shape must be a list of integers >= 1, got {list(shape)}",
+                                field=f"{_FIELD}.chunk_shape")
+        if index_location not in _LOCATIONS:
+            raise MetadataError(
+                f"index_location must be 'start' or 'end', got {index_location!r}",
+                field=f"{_FIELD}.index_location")
+        self.chunk_shape: tuple[int, ...] = tuple(int(c) for c in shape)
+        self.codecs = _pipeline(_DEFAULT_CODECS if codecs is None else codecs,
+                                f"{_FIELD}.codecs")
+        self.index_codecs = _pipeline(
+            _DEFAULT_INDEX_CODECS if index_codecs is None else index_codecs,
+            f"{_FIELD}.index_codecs")
+        self.index_location = index_location
+        self._layouts: dict[tuple[int, ...], ShardLayout] = {}
+        # The index size must not depend on what the index holds (spec: no compression).
+        self._index_size(ChunkArraySpec((1,) * len(shape) + (2,), index_data_type(), MISSING))
+
+    # -- metadata ------------------------------------------------------------------------
+
+    @classmethod
+    def from_config(cls, configuration: dict[str, Any]) -> "ShardingCodec":
+        extra = set(configuration) - {"chunk_shape", "codecs", "index_codecs",
+                                      "index_location"}
+        if extra:
+            raise MetadataError(f"unknown sharding_indexed configuration keys {sorted(extra)}",
+                                field=f"{_FIELD}.{sorted(extra)[0]}")
+        for member in ("chunk_shape", "codecs", "index_codecs"):
+            if member not in configuration:
+                raise MetadataError(f"sharding_indexed needs {member!r}",
+                                    field=f"{_FIELD}.{member}")
+        chunk_shape = configuration["chunk_shape"]
+        if not isinstance(chunk_shape, list):
+            raise MetadataError(f"chunk_shape must be a list of integers, got {chunk_shape!r}",
+                                field=f"{_FIELD}.chunk_shape")
+        for member in ("codecs", "index_codecs"):
+            if not isinstance(configuration[member], list):
+                raise MetadataError(f"{member} must be a list of codecs",
+                                    field=f"{_FIELD}.{member}")
+        return cls(chunk_shape,
+                   codecs_from_json(configuration["codecs"], f"{_FIELD}.codecs"),
+                   codecs_from_json(configuration["index_codecs"], f"{_FIELD}.index_codecs"),
+                   configuration.get("index_location", "end"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "configuration": {
+            "chunk_shape": list(self.chunk_shape),
+            "codecs": self.codecs.to_json(),
+            "index_codecs": self.index_codecs.to_json(),
+            "index_location": self.index_location,
+        }}
+
+    def _check_shape(self, shape: tuple[int, ...]) -> None:
+        if len(shape) != len(self.chunk_shape):
+            raise MetadataError(
+                f"sharding chunk_shape {list(self.chunk_shape)} has {len(self.chunk_shape)} "
+                f"dimensions, the shard {list(shape)} has {len(shape)}",
+                field=f"{_FIELD}.chunk_shape")
+        for dim, (edge, inner) in enumerate(zip(shape, self.chunk_shape)):
+            if edge % inner:
+                raise MetadataError(
+                    f"chunk edge length {edge} in dimension {dim} is not divisible by the "
+                    f"shard's inner chunk size {inner}", field=f"{_FIELD}.chunk_shape",
+                    hint="every shard edge length must be a multiple of the inner chunk shape")
+
+    def validate(self, spec: ChunkArraySpec) -> None:
+        self._check_shape(spec.shape)
+        self.codecs.evolve(self._inner_spec(spec))     # validates every inner codec
+        layout = self._layout(spec.shape)
+        self.index_codecs.evolve(layout.index_spec)
+
+    def evolve(self, spec: ChunkArraySpec) -> "ShardingCodec":
+        self._check_shape(spec.shape)
+        layout = self._layout(spec.shape)
+        return ShardingCodec(self.chunk_shape, self.codecs.evolve(self._inner_spec(spec)),
+                             self.index_codecs.evolve(layout.index_spec), self.index_location)
+
+    def encoded_size(self, spec: ChunkArraySpec) -> int | None:
+        # Fill-valued inner chunks are left out, so the size is fixed only when every
+        # inner chunk is stored and each has a fixed size.
+        if not spec.write_empty_chunks:
+            return None
+        inner = self.codecs.encoded_size(self._inner_spec(spec))
+        if inner is None:
+            return None
+        layout = self._layout(spec.shape)
+        return layout.nchunks * inner + layout.index_size
+
+    # -- geometry ------------------------------------------------------------------------
+
+    def _index_size(self, index_spec: ChunkArraySpec) -> int:
+        size = self.index_codecs.encoded_size(index_spec)
+        if size is None:
+            names = [c.name for c in self.index_codecs.codecs]
+            raise MetadataError(
+                f"index_codecs {names} do not produce a fixed-size encoding",
+                field=f"{_FIELD}.index_codecs",
+                hint="use bytes (and crc32c); compressors are not allowed for the index")
+        return size
+
+    def _layout(self, shard_shape: tuple[int, ...]) -> ShardLayout:
+        layout = self._layouts.get(shard_shape)
+        if layout is None:
+            self._check_shape(shard_shape)
+            layout = self._layouts[shard_shape] = make_layout(
+                shard_shape, self.chunk_shape, self._index_size)
+        return layout
+
+    def _inner_spec(self, spec: ChunkArraySpec) -> ChunkArraySpec:
+        return spec.with_shape(self.chunk_shape)
+
+    def _inner_nbytes(self, spec: ChunkArraySpec) -> int:
+        return math.prod(self.chunk_shape) * max(spec.data_type.numpy_dtype.itemsize, 1)
+
+    # -- the index -----------------------------------------------------------------------
+
+    def _decode_index(self, data: Any, layout: ShardLayout, key: str | None) -> ShardIndex:
+        array = self.index_codecs.decode(data, layout.index_spec, key=key)
+        return ShardIndex.from_decoded(array, layout)
+
+    def _read_index(self, source: ByteSource, layout: ShardLayout,
+                    key: str | None) -> ShardIndex | None:
+        """The index through ONE request; None if the shard is absent."""
+        size = layout.index_size
+        request = (RangeRequest(0, size) if self.index_location == "start"
+                   else SuffixRequest(size))
+        got = source.get_ranges([request])
+        if got is None:
+            return None
+        data = got[0]
+        if memoryview(data).nbytes != size:
+            raise CodecError(f"truncated shard: {memoryview(data).nbytes} bytes, shorter than "
+                             f"its {size}-byte index", key=key)
+        return self._decode_index(data, layout, key)
+
+    def _parse_whole(self, data: Any, layout: ShardLayout,
+                     key: str | None) -> tuple[memoryview, ShardIndex]:
+        """The shard as a byte view and its checked index."""
+        view = memoryview(data).cast("B")
+        size = layout.index_size
+        if view.nbytes < size:
+            raise CodecError(f"truncated shard: {view.nbytes} bytes, shorter than its "
+                             f"{size}-byte index", key=key)
+        raw = view[:size] if self.index_location == "start" else view[view.nbytes - size:]
+        index = self._decode_index(raw, layout, key)
+        try:
+            index.check_bounds(view.nbytes)
+        except CodecError as e:
+            if key is None:
+                raise
+            raise CodecError(str(e), key=key) from e
+        return view, index
+
+    def _assemble(self, layout: ShardLayout,
+                  parts: Iterable[tuple[int, Any]]) -> bytes | None:
+        """The shard holding ``parts`` (flat id, encoded bytes or None), laid out in the
+        given order; None when nothing is stored."""
+        stored = [(i, p) for i, p in parts if p is not None]
+        if not stored:
+            return None
+        ids = np.fromiter((i for i, _ in stored), dtype=np.intp, count=len(stored))
+        lengths = np.fromiter((memoryview(p).nbytes for _, p in stored), dtype=np.uint64,
+                              count=len(stored))
+        # offsets are absolute: with the index first, chunks start after it
+        base = layout.index_size if self.index_location == "start" else 0
+        offsets = np.cumsum(lengths, dtype=np.uint64) - lengths + np.uint64(base)
+        index = ShardIndex.empty(layout.nchunks)
+        index.entries[ids, 0] = offsets
+        index.entries[ids, 1] = lengths
+        index_bytes = self.index_codecs.encode(index.to_array(layout), layout.index_spec)
+        if index_bytes is None or memoryview(index_bytes).nbytes != layout.index_size:
+            raise CodecError("index_codecs did not produce the fixed index size "
+                             f"{layout.index_size}")
+        pieces = [p for _, p in stored]
+        if self.index_location == "start":
+            return b"".join([index_bytes, *pieces])
+        return b"".join([*pieces, index_bytes])
+
+    # -- inner chunks --------------------------------------------------------------------
+
+    def _encode_inner(self, block: np.ndarray, spec: ChunkArraySpec) -> bytes | None:
+        if not spec.write_empty_chunks and spec.data_type.is_fill(block, spec.fill_value):
+            return None
+        return self.codecs.encode(block, spec)
+
+    def _filled(self, shape: tuple[int, ...], spec: ChunkArraySpec) -> np.ndarray:
+        return np.full(shape, spec.fill_value, dtype=spec.data_type.numpy_dtype)
+
+    # -- whole shards --------------------------------------------------------------------
+
+    def encode(self, chunk: np.ndarray, spec: ChunkArraySpec) -> bytes | None:
+        layout = self._layout(spec.shape)
+        chunk = np.asarray(chunk)
+        if chunk.shape != spec.shape:
+            raise CodecError(f"sharding codec got a chunk of shape {chunk.shape}, expected "
+                             f"{spec.shape}")
+        inner_spec = self._inner_spec(spec)
+        blocks = layout.blocks(chunk)
+        order = layout.write_order
+
+        def work(i: int) -> bytes | None:
+            return self._encode_inner(blocks[layout.coords[i]], inner_spec)
+
+        parallel = worth_threads(layout.nchunks, layout.nchunks * self._inner_nbytes(spec))
+        encoded = map_items(work, order.tolist(), parallel)
+        return self._assemble(layout, zip(order.tolist(), encoded))
+
+    def decode(self, data: bytes, spec: ChunkArraySpec) -> np.ndarray:
+        layout = self._layout(spec.shape)
+        view, index = self._parse_whole(data, layout, None)
+        inner_spec = self._inner_spec(spec)
+        out = self._filled(spec.shape, spec)
+        blocks = layout.blocks(out)
+        ids = np.flatnonzero(index.present).tolist()
+
+        def work(i: int) -> None:
+            start, end = index.range(i)
+            blocks[layout.coords[i]] = self.codecs.decode(view[start:end], inner_spec)
+
+        map_items(work, ids, worth_threads(len(ids), len(ids) * self._inner_nbytes(spec)))
+        return out
+
+    # -- parts of shards -----------------------------------------------------------------
+
+    def decode_partial(self, source: ByteSource, selection: tuple[Any, ...],
+                       spec: ChunkArraySpec) -> np.ndarray | None:
+        layout = self._layout(spec.shape)
+        key = getattr(source, "key", None)
+        indexer = OrthogonalIndexer(selection, layout.grid)
+        projections = list(indexer)
+        out = self._filled(indexer.buffer_shape, spec)
+        if not projections:
+            return out.reshape(indexer.shape)
+        ids = [layout.flat_id(p.chunk_coords) for p in projections]
+
+        if len(set(ids)) == layout.nchunks:
+            # every inner chunk is needed: one read of the whole shard beats index + ranges
+            data = source.get()
+            if data is None:
+                return None
+            view, index = self._parse_whole(data, layout, key)
+            items = [(p, view[slice(*index.range(i))])
+                     for p, i in zip(projections, ids) if index.is_present(i)]
+        else:
+            index = self._read_index(source, layout, key)
+            if index is None:
+                return None
+            wanted = [(p, i) for p, i in zip(projections, ids) if index.is_present(i)]
+            got = self._fetch(source, index, [i for _, i in wanted], key)
+            if got is None:
+                return None
+            items = [(p, b) for (p, _), b in zip(wanted, got)]
+
+        inner_spec = self._inner_spec(spec)
+
+        def work(item: tuple[Any, Any]) -> None:
+            p, data = item
+            chunk = self.codecs.decode(data, inner_spec, key=key)
+            out[p.out_selection] = chunk[p.chunk_selection]
+
+        map_items(work, items, worth_threads(len(items), len(items) * self._inner_nbytes(spec)))
+        return out.reshape(indexer.shape)
+
+    def _fetch(self, source: ByteSource, index: ShardIndex, ids: list[int],
+               key: str | None) -> list[Any] | None:
+        """The encoded bytes of inner chunks ``ids`` in ONE get_ranges call; None if the
+        shard has gone."""
+        if not ids:
+            return []
+        ranges = [RangeRequest(*index.range(i)) for i in ids]
+        got = source.get_ranges(ranges)
+        if got is None:
+            return None
+        for i, r, b in zip(ids, ranges, got):
+            if memoryview(b).nbytes != r.end - r.start:
+                raise CodecError(f"truncated shard: inner chunk {i} spans bytes "
+                                 f"[{r.start}, {r.end}) past the end of the shard", key=key)
+        return got
+
+    def _old_chunks(self, source: ByteSource, layout: ShardLayout, partly: set[int],
+                    touched: set[int], key: str | None) -> tuple[ShardIndex, dict[int, Any]]:
+        """The stored index and the encoded bytes of the inner chunks a partial write
+        needs: those in ``partly`` (to merge into) and every stored one not ``touched``
+        (to copy verbatim)."""
+        index = self._read_index(source, layout, key)
+        if index is None:
+            return ShardIndex.empty(layout.nchunks), {}
+        present = index.present
+        need = [i for i in np.flatnonzero(present).tolist() if i in partly or i not in touched]
+        if not need:
+            return index, {}
+        if len(need) == int(present.sum()):
+            # every stored inner chunk is needed: read the shard whole, index included
+            data = source.get()
+            if data is None:
+                return ShardIndex.empty(layout.nchunks), {}
+            view, index = self._parse_whole(data, layout, key)
+            return index, {i: view[slice(*index.range(i))]
+                           for i in np.flatnonzero(index.present).tolist()}
+        got = self._fetch(source, index, need, key)
+        if got is None:
+            return ShardIndex.empty(layout.nchunks), {}
+        return index, dict(zip(need, got))
+
+    def encode_partial(self, source: ByteSource, selection: tuple[Any, ...], value: np.ndarray,
+                       spec: ChunkArraySpec) -> bytes | None:
+        layout = self._layout(spec.shape)
+        key = getattr(source, "key", None)
+        indexer = OrthogonalIndexer(selection, layout.grid)
+        value = np.asarray(value, dtype=spec.data_type.numpy_dtype)
+        if value.shape != indexer.shape:
+            try:
+                value = np.broadcast_to(value, indexer.shape)
+            except ValueError:
+                raise ShapeMismatchError(
+                    f"value of shape {value.shape} does not fit the selection of shape "
+                    f"{indexer.shape}", key=key) from None
+        value = value.reshape(indexer.buffer_shape)
+        projections = list(indexer)
+        ids = [layout.flat_id(p.chunk_coords) for p in projections]
+        touched = set(ids)
+        partly = {i for p, i in zip(projections, ids) if not p.is_complete_chunk}
+
+        if not partly and len(touched) == layout.nchunks:
+            # the write covers the whole shard: nothing old survives, nothing to read
+            index, old = ShardIndex.empty(layout.nchunks), {}
+        else:
+            index, old = self._old_chunks(source, layout, partly, touched, key)
+        inner_spec = self._inner_spec(spec)
+
+        def merge(item: tuple[Any, int]) -> bytes | None:
+            p, i = item
+            if i in partly and i in old:
+                block = np.array(self.codecs.decode(old[i], inner_spec, key=key), copy=True)
+            elif p.is_complete_chunk:
+                block = np.empty(self.chunk_shape, dtype=spec.data_type.numpy_dtype)
+            else:
+                block = self._filled(self.chunk_shape, spec)
+            block[p.chunk_selection] = value[p.out_selection]
+            return self._encode_inner(block, inner_spec)
+
+        items = list(zip(projections, ids))
+        new = dict(zip(ids, map_items(
+            merge, items, worth_threads(len(items), len(items) * self._inner_nbytes(spec)))))
+        present = index.present
+        parts = []
+        for i in layout.write_order.tolist():
+            if i in new:
+                parts.append((i, new[i]))
+            elif present[i]:
+                parts.append((i, old[i]))    # untouched: encoded bytes copied verbatim
+        return self._assemble(layout, parts)
+
+
+register_codec(ShardingCodec)
