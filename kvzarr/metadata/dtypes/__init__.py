@@ -6,6 +6,7 @@ Modules for extension types register themselves at import (see the bottom of thi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -53,7 +54,7 @@ def parse_data_type(doc: Any) -> DataType:
     factory = _FACTORIES.get(name)
     if factory is not None:
         return factory(config)
-    if name.startswith("r") and name[1:].isdigit():
+    if re.fullmatch(r"r[1-9][0-9]*", name):
         return RawBitsType(int(name[1:]))
     raise UnsupportedExtensionError(f"unsupported data type {name!r}", field="data_type")
 

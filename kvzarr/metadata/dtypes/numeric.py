@@ -8,6 +8,7 @@ NaN payload is written as "0x..." hex of the IEEE bits and read back bit-exactly
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -80,7 +81,10 @@ class IntType(DataType):
             return self.default_fill()
         if isinstance(value, (float, np.floating)) and not float(value).is_integer():
             raise _bad(value, self.name, "expected an integer")
-        ivalue = int(value)
+        try:
+            ivalue = int(value)
+        except (TypeError, ValueError):
+            raise _bad(value, self.name, "expected an integer") from None
         if not self._min <= ivalue <= self._max:
             raise _bad(value, self.name, "out of range")
         return self.numpy_dtype.type(ivalue)
@@ -95,6 +99,7 @@ class IntType(DataType):
 
 
 _UINT_OF_SIZE = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+_HEX = re.compile(r"[0-9a-fA-F]+")
 _SPECIAL = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
@@ -103,12 +108,17 @@ def _float_from_json(value: Any, dtype: np.dtype, name: str) -> Any:
     if isinstance(value, bool):
         raise _bad(value, name, "expected a number")
     if isinstance(value, (int, float)):
-        return dtype.type(value)  # numpy rounds to nearest, ties to even
+        try:
+            return dtype.type(value)  # numpy rounds to nearest, ties to even
+        except OverflowError:  # an integer beyond float64: it rounds to infinity
+            return dtype.type(math.inf if value > 0 else -math.inf)
     if isinstance(value, str):
         if value in _SPECIAL:
             return dtype.type(_SPECIAL[value])
         if value.startswith("0x"):
             digits = value[2:]
+            if not _HEX.fullmatch(digits):
+                raise _bad(value, name, "invalid hex")
             if len(digits) != 2 * dtype.itemsize:
                 raise _bad(value, name, f"hex fill needs {2 * dtype.itemsize} hex digits")
             try:
