@@ -13,6 +13,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..errors import InvalidKeyError, StoreError, StoreFullError
@@ -21,6 +22,10 @@ from .base import Capabilities, Store
 
 #: Temporary files carry this marker in their name; listings never show them.
 TEMP_MARKER = ".kvzarr-tmp-"
+
+# File reads and writes release the GIL: batches of keys go through a few threads so the
+# disk and the page cache work in parallel.
+_IO_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kvzarr-fs")
 
 
 class FilesystemStore(Store):
@@ -98,9 +103,18 @@ class FilesystemStore(Store):
             except OSError as e:
                 raise _translate(e, key) from e
 
+    def _get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        if len(keys) < 4:
+            return [self._get(k) for k in keys]
+        return list(_IO_POOL.map(self._get, keys))
+
     def _set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
-        for key, value in items:
-            self._set(key, value)
+        if len(items) < 4:
+            for key, value in items:
+                self._set(key, value)
+            return
+        for _ in _IO_POOL.map(lambda kv: self._set(*kv), items):
+            pass
 
     def _set_range(self, key: str, offset: int, value: bytes) -> None:
         # Copy-modify-rename keeps the per-key atomicity promise for partial writes too.
