@@ -9,6 +9,7 @@ chunks), resize and attribute change runs in one store transaction.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,8 @@ from .errors import ArrayIndexError, ShapeMismatchError
 from .indexing import (BasicIndexer, BlockIndexer, CoordinateIndexer, Indexer, MaskIndexer,
                        OrthogonalIndexer, classify_selection)
 from .metadata.v3 import ArrayMetadata
-from .node import Node, metadata_key
+from .grid import chunk_grid_to_json
+from .node import Node
 from .stores.base import Store
 
 
@@ -55,8 +57,10 @@ class Array(Node):
         self._set_metadata(metadata)
 
     def _set_metadata(self, metadata: ArrayMetadata) -> None:
-        self.metadata = metadata
         self._pipeline = build_pipeline(metadata, self.config)
+        # Keep the evolved codecs (defaults filled in) so that what is written back on a
+        # resize or attribute change is the explicit form.
+        self.metadata = replace(metadata, codecs=self._pipeline.codecs)
         self._io = ChunkIO(self.store, self.path, metadata, self._pipeline, self.config)
 
     # -- description ---------------------------------------------------------------------
@@ -266,19 +270,22 @@ class Array(Node):
             raise ValueError(f"resize to {new_shape}: the array has {self.ndim} dimensions")
         if any(n < 0 for n in new_shape):
             raise ValueError(f"resize to {new_shape}: negative extent")
-        new_metadata = self.metadata.with_shape(new_shape)
-        new_grid = new_metadata.chunk_grid.grid_shape
+        new_grid = self.metadata.chunk_grid.with_shape(new_shape)
+
+        def edit(doc: dict[str, Any]) -> None:
+            doc["shape"] = list(new_shape)
+            if self.metadata.chunk_grid_name != "regular":
+                doc["chunk_grid"] = chunk_grid_to_json(new_grid, self.metadata.chunk_grid_name)
+
         with self.store.transaction():
-            shrinks = any(n < o for n, o in zip(new_grid, self.metadata.chunk_grid.grid_shape))
-            if shrinks:
+            if any(n < o for n, o in zip(new_grid.grid_shape, self.cdata_shape)):
                 base = f"{self.path}/" if self.path else ""
                 cke = self.metadata.chunk_key_encoding
                 doomed = [base + cke.encode(c) for c in self._stored_chunk_coords()
-                          if any(i >= n for i, n in zip(c, new_grid))]
+                          if any(i >= n for i, n in zip(c, new_grid.grid_shape))]
                 if doomed:
                     self.store.erase_values(doomed)
-            self.store.set(metadata_key(self.path), new_metadata.to_bytes())
-        self._set_metadata(new_metadata)
+            self._rewrite_metadata(edit)
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Grow along ``axis`` and write ``data`` into the new part; returns the new shape."""

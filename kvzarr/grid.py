@@ -196,17 +196,25 @@ class ChunkGrid:
             raise MetadataError(
                 f"{len(chunk_sizes)} chunk sizes for an array of {len(array_shape)} dimensions",
                 field="chunks")
+        def uniform(size: Any, extent: int) -> bool:
+            # equal edges that cover the extent with no spare cell: a regular dimension
+            edges = [int(e) for e in size]
+            return bool(edges) and len(set(edges)) == 1 and \
+                sum(edges) - edges[0] < extent <= sum(edges)
+
+        # Explicit edge lists collapse to a regular grid only when every dimension is
+        # uniform (zarr-python 3.3); inside a rectilinear grid they stay explicit, so a
+        # later resize appends to them.
+        collapse = all(isinstance(size, (int, np.integer)) or uniform(size, int(extent))
+                       for extent, size in zip(array_shape, chunk_sizes))
         dims: list[Dimension] = []
         for extent, size in zip(array_shape, chunk_sizes):
             if isinstance(size, (int, np.integer)):
                 dims.append(FixedDimension(int(size), int(extent)))
+            elif collapse:
+                dims.append(FixedDimension(int(size[0]), int(extent)))
             else:
-                edges = [int(e) for e in size]
-                # Equal edges that exactly cover the extent are a regular dimension.
-                if (edges and len(set(edges)) == 1 and sum(edges) - edges[0] < extent <= sum(edges)):
-                    dims.append(FixedDimension(edges[0], int(extent)))
-                else:
-                    dims.append(VaryingDimension(edges, int(extent)))
+                dims.append(VaryingDimension([int(e) for e in size], int(extent)))
         return cls(tuple(dims))
 
     @property

@@ -7,7 +7,8 @@ from typing import Any
 
 from .attributes import Attributes
 from .errors import MetadataError, NodeNotFoundError, ReadOnlyError
-from .metadata.v3 import ZARR_JSON, ArrayMetadata, GroupMetadata, load_json, parse_node_metadata
+from .metadata.v3 import (ZARR_JSON, ArrayMetadata, GroupMetadata, encode_json, load_json,
+                          parse_node_metadata)
 from .stores.base import Store
 
 
@@ -69,6 +70,16 @@ class Node:
             raise ReadOnlyError("node was opened read-only", path=self.name)
 
     def _update_attributes(self, change: Callable[[dict[str, Any]], None]) -> None:
+        def edit(doc: dict[str, Any]) -> None:
+            attrs = dict(doc.get("attributes") or {})
+            change(attrs)
+            doc["attributes"] = attrs
+        self._rewrite_metadata(edit)
+
+    def _rewrite_metadata(self, edit: Callable[[dict[str, Any]], None]) -> None:
+        """Read-modify-write of this node's zarr.json in one transaction. Only the members
+        ``edit`` changes are touched, so documents written by other tools keep their form.
+        The result is parsed (validated) before it is written."""
         self._check_writable()
         key = metadata_key(self.path)
         with self.store.transaction():
@@ -76,12 +87,9 @@ class Node:
             if data is None:
                 raise NodeNotFoundError("node was deleted", path=self.name)
             doc = load_json(data, self.name)
-            attrs = dict(doc.get("attributes") or {})
-            change(attrs)
-            doc["attributes"] = attrs
-            # Validate by parsing before writing: JSON-incompatible values fail here.
+            edit(doc)
             fresh = parse_node_metadata(doc, self.name)
-            self.store.set(key, fresh.to_bytes())
+            self.store.set(key, encode_json(doc))
         self._set_metadata(fresh)
 
     def _set_metadata(self, metadata: Any) -> None:

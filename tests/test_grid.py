@@ -95,12 +95,17 @@ def test_rle_round_trip_and_compression_rule():
 def test_serialization_round_trip():
     grid = ChunkGrid.from_sizes((60, 100, 7), [[10, 20, 30], [25, 25, 25, 25], 3])
     doc = chunk_grid_to_json(grid, "rectilinear")
-    # equal edges covering the extent collapse to a regular dimension
-    assert doc["configuration"]["chunk_shapes"] == [[10, 20, 30], 25, 3]
+    # explicit edges stay explicit inside a rectilinear grid, run-length compressed
+    assert doc["configuration"]["chunk_shapes"] == [[10, 20, 30], [[25, 4]], 3]
     again, _ = parse_chunk_grid(doc, (60, 100, 7))
     assert again.chunk_sizes == grid.chunk_sizes
     assert ChunkGrid.from_sizes((60,), [[10, 20, 30]]).dimensions[0] == VaryingDimension(
         [10, 20, 30], 60)
+
+
+def test_uniform_nested_lists_collapse_to_a_regular_grid():
+    grid = ChunkGrid.from_sizes((30, 8), [[10, 10, 10], [4, 4]])
+    assert grid.is_regular and grid.chunk_shape == (10, 4)
 
 
 def test_resize_regular_stays_regular_rectilinear_appends():

@@ -69,6 +69,8 @@ class BytesCodec(ArrayBytesCodec):
         dt = spec.data_type
         if self.endian is not None and dt.itemsize is not None and not _needs_endian(dt):
             return BytesCodec(None)
+        if self.endian is None and _needs_endian(dt) and dt.implicit_little_endian:
+            return BytesCodec("little")  # say explicitly what the legacy form meant
         return self
 
     def validate(self, spec: ChunkArraySpec) -> None:
@@ -77,7 +79,7 @@ class BytesCodec(ArrayBytesCodec):
             raise MetadataError(
                 f"the bytes codec cannot encode the variable-length data type {dt.name!r}",
                 field="codecs", hint="use vlen-utf8 or vlen-bytes")
-        if self.endian is None and _needs_endian(dt):
+        if self.endian is None and _needs_endian(dt) and not dt.implicit_little_endian:
             raise MetadataError(
                 f"the bytes codec needs 'endian' for the multi-byte data type {dt.name!r}",
                 field="bytes.endian", hint='add {"endian": "little"}')

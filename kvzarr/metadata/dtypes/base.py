@@ -24,6 +24,9 @@ class DataType(ABC):
     itemsize: int | None
     #: the ``bytes`` codec must state an ``endian`` for this type
     has_endianness: bool
+    #: read from a legacy spelling whose ``bytes`` codec may omit ``endian``, meaning
+    #: little-endian (zarr-python 3.1's ``structured``, SPEC-NOTES §2.8)
+    implicit_little_endian: bool = False
 
     @property
     def is_variable_length(self) -> bool:

@@ -205,7 +205,13 @@ def _from_numpy(dtype: np.dtype) -> DataType | None:
 
 
 register_data_type("struct", StructType.from_config)
-register_data_type("structured", lambda config: StructType.from_config(config, legacy=True))
+def _legacy_structured(config: dict[str, Any]) -> StructType:
+    dtype = StructType.from_config(config, legacy=True)
+    dtype.implicit_little_endian = True
+    return dtype
+
+
+register_data_type("structured", _legacy_structured)
 register_numpy_matcher(_from_numpy)
 
 __all__ = ["StructType"]
