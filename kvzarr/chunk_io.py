@@ -11,6 +11,7 @@ equal to the fill value is erased instead of stored (unless ``write_empty_chunks
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -92,11 +93,16 @@ class ChunkIO:
         self._spec_cache: dict[tuple[int, ...], ChunkArraySpec] = {}
         self._base_spec = ChunkArraySpec((), metadata.data_type, metadata.fill_value,
                                          config.write_empty_chunks)
+        # every chunk of a regular grid has the same codec shape
+        self._regular_spec = (self._base_spec.with_shape(self.grid.chunk_shape)
+                              if self.grid.is_regular else None)
 
     def key(self, coords: Sequence[int]) -> str:
         return self.prefix + self._encode_key(coords)
 
     def spec(self, coords: tuple[int, ...]) -> ChunkArraySpec:
+        if self._regular_spec is not None:
+            return self._regular_spec
         shape = self.grid.codec_shape(coords)
         spec = self._spec_cache.get(shape)
         if spec is None:
@@ -179,7 +185,7 @@ class ChunkIO:
                 self._write_batch(batch, values)
 
     def _nbytes(self, p: ChunkProjection) -> int:
-        return int(np.prod(self.grid.codec_shape(p.chunk_coords))) * max(self.dtype.itemsize, 8)
+        return math.prod(self.spec(p.chunk_coords).shape) * max(self.dtype.itemsize, 8)
 
     def _write_batch(self, batch: list[ChunkProjection], values: np.ndarray) -> None:
         need_old = [p for p in batch if not p.is_complete_chunk]
@@ -195,8 +201,7 @@ class ChunkIO:
                 return key, None
             return key, self.pipeline.encode(chunk, spec)
 
-        results = _run(work, batch, parallel=len(batch) > 1
-                       and sum(self._nbytes(p) for p in batch) >= _POOL_MIN_BYTES)
+        results = _run(work, batch, parallel=sum(map(self._nbytes, batch)) >= _POOL_MIN_BYTES)
         puts = [(k, v) for k, v in results if v is not None]
         erases = [k for k, v in results if v is None]
         if puts:
@@ -251,7 +256,16 @@ def _selected_shape(orth: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[int,
 
 
 def _run(fn: Callable[[Any], Any], items: Iterable[Any], parallel: bool) -> list[Any]:
+    """``[fn(item) for item in items]``, on the pool when ``parallel``. Items go to the
+    threads in a few contiguous groups: one task per item costs more than a small chunk's
+    whole decode."""
     items = list(items)
-    if parallel and len(items) > 1:
-        return list(_POOL.map(fn, items))
-    return [fn(item) for item in items]
+    if not parallel or len(items) < 2:
+        return [fn(item) for item in items]
+    groups = min(len(items), _POOL._max_workers * 4)
+    size = -(-len(items) // groups)
+    parts = [items[i:i + size] for i in range(0, len(items), size)]
+    out: list[Any] = []
+    for part in _POOL.map(lambda part: [fn(item) for item in part], parts):
+        out.extend(part)
+    return out
