@@ -10,27 +10,33 @@ from __future__ import annotations
 
 
 class KvzarrError(Exception):
-    """Root of every kvzarr error."""
+    """Root of every kvzarr error. The message names the key, path and field involved;
+    code that learns one of them later (a codec error re-raised with its chunk key) sets
+    the attribute and the message follows."""
 
     def __init__(self, message: str, *, key: str | None = None, path: str | None = None,
                  field: str | None = None, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
         self.key = key
         self.path = path
         self.field = field
         self.hint = hint
+
+    def __str__(self) -> str:
         where = []
-        if path is not None:
-            where.append(f"path {path!r}")
-        if key is not None:
-            where.append(f"key {key!r}")
-        if field is not None:
-            where.append(f"field {field!r}")
-        text = message
+        if self.path is not None:
+            where.append(f"path {self.path!r}")
+        if self.key is not None:
+            where.append(f"key {self.key!r}")
+        if self.field is not None:
+            where.append(f"field {self.field!r}")
+        text = self.message
         if where:
             text += f" ({', '.join(where)})"
-        if hint:
-            text += f". Hint: {hint}"
-        super().__init__(text)
+        if self.hint:
+            text += f". Hint: {self.hint}"
+        return text
 
 
 # --- metadata -------------------------------------------------------------------------
@@ -49,9 +55,6 @@ class UnsupportedExtensionError(MetadataError):
 class NodeNotFoundError(KvzarrError, KeyError, FileNotFoundError):
     """No array or group at a path. A KeyError for ``group[name]``, a FileNotFoundError
     for ``open_array``/``open_group``, as zarr-python raises."""
-
-    def __str__(self) -> str:  # KeyError would quote the whole message otherwise
-        return Exception.__str__(self)
 
 
 class NodeExistsError(KvzarrError, FileExistsError):
@@ -101,9 +104,6 @@ class ChecksumMismatchError(CodecError):
 
 class ChunkNotFoundError(KvzarrError, KeyError):
     """A chunk is missing and the array was opened with ``read_missing_chunks=False``."""
-
-    def __str__(self) -> str:
-        return Exception.__str__(self)
 
 
 # --- stores ---------------------------------------------------------------------------

@@ -102,8 +102,8 @@ class CodecPipeline:
             for codec, s in zip(reversed(self.array_array), reversed(specs[:-1])):
                 chunk = codec.decode(chunk, s)
         except KvzarrError as e:
-            if key is not None and e.key is None:
-                raise type(e)(_plain_message(e), key=key) from e
+            if e.key is None:
+                e.key = key
             raise
         except Exception as e:  # a codec library failing on bad bytes
             raise CodecError(f"could not decode chunk: {e}", key=key) from e
@@ -134,8 +134,3 @@ class CodecPipeline:
                 return None
             size = codec.encoded_size(size, spec)
         return size
-
-
-def _plain_message(error: KvzarrError) -> str:
-    text = str(error)
-    return text.split(" (", 1)[0] if " (" in text else text

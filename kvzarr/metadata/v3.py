@@ -134,9 +134,8 @@ def parse_node_metadata(data: bytes | str | dict[str, Any], path: str | None = N
         if node_type == "group":
             return parse_group_metadata(doc)
     except MetadataError as e:
-        if e.path is None and path is not None:
+        if e.path is None:
             e.path = path
-            e.args = (f"{e.args[0]} (in {path!r})",)
         raise
     raise MetadataError(f"node_type must be 'array' or 'group', got {node_type!r}",
                         path=path, field="node_type")
