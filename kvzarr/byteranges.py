@@ -1,5 +1,5 @@
 """Byte-range requests and their coalescing: the vocabulary shared by stores (which serve
-ranges) and codecs (sharding asks for ranges). Imports nothing from kvzarr.
+ranges) and codecs (sharding asks for ranges). Imports only kvzarr.errors.
 
 Range forms follow the Zarr v3 abstract store interface: ``[start, end)``, from an
 offset to the end, and a suffix of a given length.
@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Union
 
+from .errors import InvalidByteRangeError
+
 
 @dataclass(frozen=True, slots=True)
 class RangeRequest:
@@ -20,7 +22,7 @@ class RangeRequest:
 
     def __post_init__(self) -> None:
         if self.start < 0 or self.end < self.start:
-            raise ValueError(f"invalid byte range [{self.start}, {self.end})")
+            raise InvalidByteRangeError(f"invalid byte range [{self.start}, {self.end})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +32,7 @@ class OffsetRequest:
 
     def __post_init__(self) -> None:
         if self.offset < 0:
-            raise ValueError(f"invalid byte offset {self.offset}")
+            raise InvalidByteRangeError(f"invalid byte offset {self.offset}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +42,7 @@ class SuffixRequest:
 
     def __post_init__(self) -> None:
         if self.suffix < 0:
-            raise ValueError(f"invalid byte suffix {self.suffix}")
+            raise InvalidByteRangeError(f"invalid byte suffix {self.suffix}")
 
 
 ByteRequest = Union[RangeRequest, OffsetRequest, SuffixRequest]

@@ -116,6 +116,10 @@ class InvalidKeyError(KvzarrError, ValueError):
     """A key that no store accepts: empty segments, '..', NUL, absolute or too long."""
 
 
+class InvalidByteRangeError(KvzarrError, ValueError):
+    """A byte range or offset that cannot exist: negative, or an end before its start."""
+
+
 class ReadOnlyError(KvzarrError, PermissionError):
     """A write to a store (or array) opened read-only."""
 

@@ -19,7 +19,8 @@ FORBIDDEN = {
     "kvzarr.indexing": ["kvzarr.codecs", "kvzarr.stores", "kvzarr.array", "kvzarr.metadata",
                         "kvzarr.chunk_io", "kvzarr.api"],
     "kvzarr.grid": ["kvzarr.codecs", "kvzarr.stores", "kvzarr.indexing", "kvzarr.array"],
-    "kvzarr.byteranges": ["kvzarr."],
+    "kvzarr.byteranges": ["kvzarr.stores", "kvzarr.codecs", "kvzarr.metadata", "kvzarr.grid",
+                          "kvzarr.indexing", "kvzarr.array"],
     "kvzarr.errors": ["kvzarr."],
 }
 

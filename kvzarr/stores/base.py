@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..byteranges import ByteRequest, apply_byte_request
-from ..errors import ReadOnlyError, UnsupportedOperationError
+from ..errors import InvalidByteRangeError, ReadOnlyError, UnsupportedOperationError
 from .keys import check_key, check_prefix
 
 
@@ -187,7 +187,7 @@ class Store(ABC):
         with self.transaction():
             for key, offset, value in items:
                 if offset < 0:
-                    raise ValueError(f"negative offset {offset} for key {key!r}")
+                    raise InvalidByteRangeError(f"negative offset {offset}", key=key)
                 self._set_range(key, offset, value)
 
     def erase(self, key: str) -> None:

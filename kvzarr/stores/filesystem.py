@@ -82,7 +82,10 @@ class FilesystemStore(Store):
         tmp = path.with_name(f".{path.name}{TEMP_MARKER}{uuid.uuid4().hex}")
         for attempt in range(3):
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                except (FileExistsError, NotADirectoryError) as e:
+                    raise InvalidKeyError("a parent of the key is itself a key", key=key) from e
                 try:
                     with open(tmp, "wb") as f:
                         f.write(value)
@@ -90,6 +93,8 @@ class FilesystemStore(Store):
                             f.flush()
                             os.fsync(f.fileno())
                     os.replace(tmp, path)
+                    if self.fsync:
+                        _fsync_directory(path.parent)  # makes the rename itself durable
                 except BaseException:
                     _unlink_quietly(tmp)
                     raise
@@ -148,13 +153,13 @@ class FilesystemStore(Store):
         if not prefix:
             for child in list(self.root.iterdir()) if self.root.exists() else []:
                 if child.is_dir() and not child.is_symlink():
-                    shutil.rmtree(child, ignore_errors=True)
+                    shutil.rmtree(child, onerror=_tolerate_vanished)
                 else:
                     _unlink_quietly(child)
             return
         target = self.root / prefix[:-1]
         if target.is_dir():
-            shutil.rmtree(target, ignore_errors=True)
+            shutil.rmtree(target, onerror=_tolerate_vanished)
             self._prune(target.parent)
 
     def _exists(self, key: str) -> bool:
@@ -208,6 +213,23 @@ class FilesystemStore(Store):
 
     def __repr__(self) -> str:
         return f"FilesystemStore({str(self.root)!r})"
+
+
+def _tolerate_vanished(function: object, path: str, exc_info: tuple) -> None:
+    """rmtree error handler: a file a concurrent eraser removed first is fine; any other
+    failure is reported, never swallowed."""
+    error = exc_info[1]
+    if isinstance(error, FileNotFoundError):
+        return
+    raise _translate(error, path) from error
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _unlink_quietly(path: Path) -> None:

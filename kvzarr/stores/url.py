@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import os
 from typing import Any
+from urllib.parse import unquote
 
 from .base import Store
 
@@ -45,7 +46,7 @@ def open_store(target: Any = None, *, mode: str = "a") -> Store:
     if scheme in _SQL_SCHEMES:
         return _backend("sql", "SQLStore")(text, read_only=read_only)
     if scheme == "file":
-        text = text[len("file://"):]
+        text = unquote(text[len("file://"):])
     elif scheme:
         raise ValueError(f"unsupported store URL scheme {scheme!r} in {text!r}")
     suffix = os.path.splitext(text.rstrip("/"))[1].lower()
