@@ -1,0 +1,148 @@
+"""FilesystemStore beyond the conformance suite: the promises of stores/filesystem.md."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from kvzarr.errors import InvalidKeyError, ReadOnlyError
+from kvzarr.stores.filesystem import TEMP_MARKER, FilesystemStore
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "root"
+
+
+def files_under(directory: Path) -> dict[str, bytes]:
+    out = {}
+    for dirpath, _, names in os.walk(directory):
+        for name in names:
+            p = Path(dirpath) / name
+            out[p.relative_to(directory).as_posix()] = p.read_bytes()
+    return out
+
+
+def test_key_is_a_relative_file_path(root: Path) -> None:
+    store = FilesystemStore(root)
+    store.set("a/b/c", b"abc")
+    store.set("zarr.json", b"{}")
+    store.set("ü/日本", b"unicode")
+    # The layout of the filesystem store spec: readable with no kvzarr at all.
+    assert files_under(root) == {"a/b/c": b"abc", "zarr.json": b"{}", "ü/日本": b"unicode"}
+    (root / "x" / "y").mkdir(parents=True)
+    (root / "x" / "y" / "z").write_bytes(b"written by another tool")
+    assert store.get("x/y/z") == b"written by another tool"
+    assert list(store.list_dir("x/")) == ["y/"]
+
+
+def test_replace_is_atomic_per_key(root: Path) -> None:
+    store = FilesystemStore(root)
+    size, rounds = 4 << 20, 50
+    store.set("big", bytes([0]) * size)
+    done = threading.Event()
+    torn: list[tuple[int, set[int]]] = []
+    reads = [0]
+
+    def reader() -> None:
+        while not done.is_set():
+            value = store.get("big")
+            reads[0] += 1
+            if value is None or len(value) != size or value.count(value[:1]) != size:
+                torn.append((len(value or b""), set((value or b"")[::65536])))
+
+    t = threading.Thread(target=reader)
+    t.start()
+    try:
+        for i in range(1, rounds + 1):
+            store.set("big", bytes([i]) * size)
+    finally:
+        done.set()
+        t.join()
+    assert torn == []
+    assert reads[0] > 0
+    assert store.get("big") == bytes([rounds]) * size
+    assert [n for n in os.listdir(root) if TEMP_MARKER in n] == []
+
+
+@pytest.mark.parametrize("key", ["../escape", "a/../../escape", "/tmp/escape", "..\\escape",
+                                 "a/..", "./escape", "a\x00b"])
+def test_keys_cannot_escape_the_root(root: Path, tmp_path: Path, key: str) -> None:
+    store = FilesystemStore(root)
+    for op in (lambda: store.set(key, b"x"), lambda: store.get(key),
+               lambda: store.erase(key), lambda: store.set_partial_values([(key, 0, b"x")])):
+        with pytest.raises(InvalidKeyError):
+            op()
+    assert sorted(os.listdir(tmp_path)) == ["root"]
+    assert files_under(root) == {}
+
+
+def test_temp_files_are_never_listed(root: Path) -> None:
+    store = FilesystemStore(root)
+    store.set_many([("a/b", b"1"), ("c", b"2")])
+    # What a writer killed between write and rename leaves behind.
+    (root / f".c{TEMP_MARKER}deadbeef").write_bytes(b"half")
+    (root / "a" / f".b{TEMP_MARKER}cafe").write_bytes(b"half")
+    assert list(store.list()) == ["a/b", "c"]
+    assert list(store.list_prefix("a/")) == ["a/b"]
+    assert list(store.list_dir("")) == ["a/", "c"]
+    assert list(store.list_dir("a/")) == ["b"]
+    with pytest.raises(InvalidKeyError):
+        store.get(f".c{TEMP_MARKER}deadbeef")
+    with pytest.raises(InvalidKeyError):
+        store.set(f"x{TEMP_MARKER}y", b"1")
+
+
+def test_erase_prunes_empty_directories(root: Path) -> None:
+    store = FilesystemStore(root)
+    store.set_many([("a/b/c/d", b"1"), ("a/keep", b"2")])
+    store.erase("a/b/c/d")
+    assert not (root / "a" / "b").exists()
+    assert (root / "a").is_dir()
+    store.erase("a/keep")
+    assert root.is_dir() and os.listdir(root) == []
+    store.set_many([("p/q/r", b"1"), ("p/s", b"2")])
+    store.erase_prefix("p/q/")
+    assert os.listdir(root / "p") == ["s"]
+    store.erase_prefix("p/")
+    assert os.listdir(root) == []
+
+
+def test_no_atomicity_across_keys(root: Path) -> None:
+    """transaction() only groups work here: what ran before an error stays written."""
+    store = FilesystemStore(root)
+    assert not store.capabilities.transactional
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.set("first", b"1")
+            raise RuntimeError("stop")
+    assert store.get("first") == b"1"
+
+
+def test_fsync_option_writes_the_same_bytes(root: Path) -> None:
+    store = FilesystemStore(root, fsync=True)
+    store.set("a/b", b"durable")
+    store.set_partial_values([("a/b", 0, b"D")])
+    assert (root / "a" / "b").read_bytes() == b"Durable"
+
+
+def test_read_only_does_not_create_or_write(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    ro = FilesystemStore(missing, read_only=True)
+    assert list(ro.list()) == []
+    assert ro.get("a") is None
+    with pytest.raises(ReadOnlyError):
+        ro.set("a", b"1")
+    assert not missing.exists()
+
+
+def test_partial_write_keeps_per_key_atomicity(root: Path) -> None:
+    store = FilesystemStore(root)
+    store.set("v", b"0123456789")
+    ino = os.stat(root / "v").st_ino
+    store.set_partial_values([("v", 3, b"abc")])
+    assert store.get("v") == b"012abc6789"
+    assert os.stat(root / "v").st_ino != ino      # a new file renamed over the old one
