@@ -2,7 +2,7 @@
 
     kvzarr demo [STORE]        write, read back and verify a sample dataset (the main job)
     kvzarr info STORE [PATH]   show the hierarchy or one array
-    kvzarr upgrade URL         migrate a SQL store to this kvzarr's schema
+    kvzarr upgrade URL [--table T]   migrate a SQL store to this kvzarr's schema
 """
 
 from __future__ import annotations
@@ -63,9 +63,9 @@ def _info(target: str, path: str | None) -> int:
     return 0
 
 
-def _upgrade(url: str) -> int:
+def _upgrade(url: str, table: str | None) -> int:
     from .stores.sql import upgrade
-    old, new = upgrade(url)
+    old, new = upgrade(url, table=table)
     print(f"{url}: schema version {old} -> {new}")
     return 0
 
@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     info.add_argument("path", nargs="?")
     upgrade = sub.add_parser("upgrade", help="migrate a SQL store's schema")
     upgrade.add_argument("url")
+    upgrade.add_argument("--table", help="the store's table, when it is not the default")
     args = parser.parse_args(argv)
     from .errors import KvzarrError
     try:
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             return _demo(args.store)
         if args.command == "info":
             return _info(args.store, args.path)
-        return _upgrade(args.url)
+        return _upgrade(args.url, args.table)
     except KvzarrError as e:
         print(f"kvzarr: {e}", file=sys.stderr)
         return 2

@@ -1,28 +1,22 @@
 """Fixtures that build every store backend for the store tests.
 
-``store_factory`` is parametrised over every backend present in the package: MemoryStore,
-FilesystemStore, ZipStore, and LMDBStore / SQLStore as soon as their modules exist. A
-factory opens one location: ``make()`` a writable handle, ``reopen(read_only=...)`` a new
+``store_factory`` is parametrised over every backend: MemoryStore, FilesystemStore,
+ZipStore, LMDBStore, SQLStore on SQLite, and SQLStore on PostgreSQL when
+``KVZARR_TEST_POSTGRES_URL`` names a server (CI starts one). A factory opens one location: ``make()`` a writable handle, ``reopen(read_only=...)`` a new
 handle on the same data (None for MemoryStore, whose data lives in its handle).
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
+import os
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from kvzarr.stores.base import Store
-
-
-def _has_module(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ImportError:
-        return False
 
 
 def _backend(module: str, cls: str) -> type[Store]:
@@ -82,12 +76,18 @@ def _sql(tmp: Path) -> StoreFactory:
                         persistent=True)
 
 
+def _postgresql(tmp: Path) -> StoreFactory:
+    cls = _backend("sql", "SQLStore")
+    table = f"t_{uuid.uuid4().hex[:12]}"  # a fresh, empty store per test on one server
+    url = os.environ["KVZARR_TEST_POSTGRES_URL"]
+    return StoreFactory("postgresql", lambda ro: cls(url, table=table, read_only=ro),
+                        persistent=True)
+
+
 BACKENDS: dict[str, Callable[[Path], StoreFactory]] = {
-    "memory": _memory, "filesystem": _filesystem, "zip": _zip}
-if _has_module("kvzarr.stores.lmdb"):
-    BACKENDS["lmdb"] = _lmdb
-if _has_module("kvzarr.stores.sql"):
-    BACKENDS["sql"] = _sql
+    "memory": _memory, "filesystem": _filesystem, "zip": _zip, "lmdb": _lmdb, "sql": _sql}
+if os.environ.get("KVZARR_TEST_POSTGRES_URL"):
+    BACKENDS["postgresql"] = _postgresql
 
 
 @pytest.fixture(params=sorted(BACKENDS))

@@ -1,0 +1,372 @@
+"""Database backends of the SQL store: connecting, beginning and ending transactions, and
+the one translation of backend errors into :mod:`kvzarr.errors`.
+Specification: stores/sql.md, sections "Transactions", "Concurrency" and "Durability".
+
+Promises:
+
+* Transactions are driven by explicit SQL on the raw DBAPI connection (the driver runs
+  in autocommit mode, so it never emits a BEGIN or COMMIT of its own).
+* SQLite: a write transaction starts with ``BEGIN IMMEDIATE`` (it takes the one write
+  lock before it reads, so a read-modify-write cannot lose an update); a read transaction
+  starts with a deferred ``BEGIN`` and reads one snapshot. ``BEGIN IMMEDIATE`` waits up
+  to ``busy_timeout`` and is retried ``retries`` times with exponential backoff before
+  :class:`ConflictError` is raised.
+* PostgreSQL: a write transaction takes the transaction-level advisory lock of its store
+  (``pg_advisory_xact_lock``) before anything else, so writers of one store run one at a
+  time; waiting for it is bounded by ``lock_timeout`` = ``busy_timeout`` and retried like
+  SQLite's. A read transaction is ``REPEATABLE READ READ ONLY`` (one snapshot).
+* :func:`translate` is the only place that maps driver exceptions to kvzarr errors.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import random
+import sqlite3
+import time
+import weakref
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import QueuePool
+
+from ...errors import (ConflictError, KvzarrError, ReadOnlyError, StoreError, StoreFullError,
+                       UnsupportedOperationError)
+
+# SQLite primary result codes (https://sqlite.org/rescode.html)
+_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 5, 6, 8
+_SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 11, 13, 14, 26
+# PostgreSQL SQLSTATEs that mean "another transaction was in the way"
+_PG_CONFLICT = {"40001", "40P01", "55P03"}
+
+
+def translate(exc: BaseException, *, key: str | None = None, path: str | None = None,
+              during: str | None = None, attempts: int | None = None) -> KvzarrError:
+    """The kvzarr error for a backend exception (raise it ``from exc``)."""
+    if isinstance(exc, KvzarrError):
+        return exc
+    orig = getattr(exc, "orig", None) or exc  # SQLAlchemy wraps the driver's exception
+    text = " ".join(str(orig).split()) or type(orig).__name__
+    if during:
+        text = f"{text} (while {during}" + (f", {attempts} attempts)" if attempts else ")")
+    code = getattr(orig, "sqlite_errorcode", None)
+    if code is not None:
+        primary = code & 0xFF
+        if primary == _SQLITE_FULL:
+            return StoreFullError(f"the database is full: {text}", key=key, path=path,
+                                  hint="free disk space; nothing of the failed write was kept")
+        if primary in (_SQLITE_BUSY, _SQLITE_LOCKED):
+            return ConflictError(f"the database is locked by another writer: {text}",
+                                 key=key, path=path,
+                                 hint="retry later, or raise busy_timeout / retries")
+        if primary == _SQLITE_READONLY:
+            return ReadOnlyError(f"the database cannot be written: {text}", key=key, path=path)
+        if primary in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+            return StoreError(f"not a SQLite database, or a damaged one: {text}",
+                              key=key, path=path)
+        if primary == _SQLITE_CANTOPEN:
+            return StoreError(f"cannot open the database file: {text}", key=key, path=path)
+        return StoreError(f"SQLite error: {text}", key=key, path=path)
+    state = getattr(orig, "pgcode", None) or getattr(orig, "sqlstate", None)
+    if state:
+        if state == "53100":
+            return StoreFullError(f"the database server's disk is full: {text}",
+                                  key=key, path=path)
+        if state in _PG_CONFLICT:
+            return ConflictError(f"conflict with another transaction: {text}",
+                                 key=key, path=path,
+                                 hint="retry later, or raise busy_timeout / retries")
+        if state == "25006":
+            return ReadOnlyError(f"the database is read-only: {text}", key=key, path=path)
+        if state == "54000":
+            return StoreError(f"a key or value exceeds a database limit: {text}",
+                              key=key, path=path)
+        return StoreError(f"PostgreSQL error {state}: {text}", key=key, path=path)
+    if isinstance(orig, OSError) and orig.errno == errno.ENOSPC:
+        return StoreFullError(f"no space left on the device: {text}", key=key, path=path)
+    return StoreError(f"{type(orig).__name__}: {text}", key=key, path=path)
+
+
+class Txn:
+    """The handle of an open transaction: a pooled connection and its cursor."""
+    __slots__ = ("conn", "cur", "write")
+
+    def __init__(self, conn: Any, cur: Any, write: bool) -> None:
+        self.conn, self.cur, self.write = conn, cur, write
+
+
+class Backend:
+    """One database engine behind a store: a pool of connections in autocommit mode and
+    explicit transactions on them."""
+
+    name = ""
+    #: the driver's placeholder, substituted for ``?`` in the SQL of :mod:`.queries`
+    placeholder = "?"
+    #: longest key in UTF-8 bytes, or None
+    max_key_bytes: int | None = None
+
+    def __init__(self, engine: sa.Engine, display: str, *, read_only: bool,
+                 busy_timeout: float, retries: int) -> None:
+        self.engine = engine
+        self.display = display  # URL with any password hidden
+        self.read_only = read_only
+        self.busy_timeout = busy_timeout
+        self.retries = retries
+        dbapi = engine.dialect.loaded_dbapi
+        self.errors: tuple[type[BaseException], ...] = (dbapi.Error, sa.exc.SQLAlchemyError)
+        # A forked child must not use the parent's connections (SQLAlchemy's pooling docs).
+        ref = weakref.ref(engine)
+
+        def _forget_parent_connections() -> None:
+            engine = ref()
+            if engine is not None:
+                engine.dispose(close=False)
+
+        os.register_at_fork(after_in_child=_forget_parent_connections)
+
+    # -- connections ---------------------------------------------------------------------
+
+    def connect(self) -> Any:
+        """A pooled connection (return it with ``.close()``)."""
+        try:
+            return self.engine.raw_connection()
+        except self.errors as e:
+            raise translate(e, path=self.display, during="connecting") from e
+
+    def blob(self, value: Any) -> bytes:
+        return value if type(value) is bytes else bytes(value)
+
+    # -- transactions --------------------------------------------------------------------
+
+    def begin(self, write: bool) -> Txn:
+        conn = self.connect()
+        try:
+            cur = conn.cursor()
+            if write:
+                self._retry(lambda: self._begin_write(cur), cur, "starting a write transaction")
+            else:
+                cur.execute(self.begin_read_sql)
+        except BaseException as e:
+            self._discard(conn)
+            if isinstance(e, self.errors):
+                raise translate(e, path=self.display, during="starting a transaction") from e
+            raise
+        return Txn(conn, cur, write)
+
+    def commit(self, txn: Txn) -> None:
+        try:
+            if self.commit_may_wait:
+                self._retry(lambda: txn.cur.execute("COMMIT"), None, "committing")
+            else:
+                txn.cur.execute("COMMIT")
+        except BaseException as e:
+            self.rollback(txn)
+            if isinstance(e, self.errors):
+                raise translate(e, path=self.display, during="committing") from e
+            raise
+        txn.conn.close()
+
+    def rollback(self, txn: Txn) -> None:
+        try:
+            txn.cur.execute("ROLLBACK")
+        except self.errors:
+            pass  # the engine may have rolled back already (e.g. after SQLITE_FULL)
+        self._discard(txn.conn)
+
+    def _reset(self, cur: Any) -> None:
+        """End whatever a failed BEGIN left open (PostgreSQL keeps an aborted transaction;
+        the pool's reset cannot end it while the driver is in autocommit mode)."""
+        try:
+            cur.execute("ROLLBACK")
+        except self.errors:
+            pass
+
+    def _discard(self, conn: Any) -> None:
+        try:
+            conn.close()
+        except self.errors:
+            conn.invalidate()
+
+    def _retry(self, attempt: Any, cur: Any, during: str) -> None:
+        """Run ``attempt`` until it succeeds; on a lock conflict back off exponentially
+        and try again, ``retries`` times, then raise :class:`ConflictError`."""
+        for n in range(self.retries + 1):
+            try:
+                attempt()
+                return
+            except self.errors as e:
+                err = translate(e, path=self.display, during=during, attempts=n + 1)
+                if cur is not None:
+                    self._reset(cur)
+                if not isinstance(err, ConflictError) or n == self.retries:
+                    raise err from e
+                time.sleep(min(2.0, 0.02 * 2 ** n) * (0.5 + random.random()))
+
+    # -- per backend ---------------------------------------------------------------------
+
+    begin_read_sql = "BEGIN"
+    #: whether COMMIT can fail for a lock and be retried with the transaction intact
+    #: (SQLite with a rollback journal; a failed PostgreSQL COMMIT has already rolled back)
+    commit_may_wait = False
+
+    def _begin_write(self, cur: Any) -> None:
+        raise NotImplementedError
+
+    def set_table(self, table: str) -> None:
+        """Called once the store's table is known."""
+
+    def lock_in_sa(self, conn: sa.Connection, table: str) -> None:
+        """Inside a SQLAlchemy transaction, take the store's write lock (for migrations)."""
+
+
+class SQLiteBackend(Backend):
+    name = "sqlite"
+    commit_may_wait = True
+
+    def __init__(self, path: str, display: str, *, read_only: bool, busy_timeout: float,
+                 retries: int, synchronous: str) -> None:
+        self.path = path
+        mode = "ro" if read_only else "rwc"
+        uri = f"file:{_quote_path(path)}?mode={mode}"
+
+        def creator() -> sqlite3.Connection:
+            return sqlite3.connect(uri, uri=True, timeout=busy_timeout,
+                                   check_same_thread=False)
+
+        # QueuePool with unbounded overflow: one connection per concurrent thread.
+        engine = sa.create_engine("sqlite://", creator=creator, poolclass=QueuePool,
+                                  pool_size=5, max_overflow=-1)
+
+        # Take control of BEGIN as the SQLAlchemy SQLite docs describe: the driver stays in
+        # autocommit mode (it emits no BEGIN), we emit BEGIN [IMMEDIATE] ourselves.
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: sqlite3.Connection, record: Any) -> None:
+            dbapi_conn.isolation_level = None
+            dbapi_conn.execute(f"PRAGMA synchronous = {synchronous}")
+            if read_only:
+                dbapi_conn.execute("PRAGMA query_only = ON")
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: sa.Connection) -> None:  # SQLAlchemy-level use (migrations)
+            conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+        super().__init__(engine, display, read_only=read_only, busy_timeout=busy_timeout,
+                         retries=retries)
+
+    def _begin_write(self, cur: Any) -> None:
+        cur.execute("BEGIN IMMEDIATE")
+
+    def set_wal(self) -> None:
+        """Switch the file to write-ahead logging (persistent; done when creating)."""
+        conn = self.connect()
+        try:
+            conn.cursor().execute("PRAGMA journal_mode = WAL")
+        except self.errors as e:
+            raise translate(e, path=self.display, during="enabling WAL") from e
+        finally:
+            conn.close()
+
+
+class PostgresBackend(Backend):
+    name = "postgresql"
+    placeholder = "%s"
+    # A btree entry is at most ~2700 bytes; keep keys well inside it.
+    max_key_bytes = 2048
+    begin_read_sql = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+    def __init__(self, url: sa.URL, display: str, *, read_only: bool, busy_timeout: float,
+                 retries: int, for_migrations: bool = False) -> None:
+        if url.drivername == "postgresql":
+            url = url.set(drivername=f"postgresql+{_default_pg_driver()}")
+        try:
+            engine = sa.create_engine(url, pool_size=5, max_overflow=-1)
+        except ImportError as e:
+            raise StoreError(f"the PostgreSQL driver is not installed: {e}", path=display,
+                             hint="pip install psycopg2-binary (or psycopg)") from e
+        if engine.dialect.loaded_dbapi.paramstyle not in ("format", "pyformat"):
+            raise UnsupportedOperationError(
+                f"the PostgreSQL driver {engine.dialect.driver!r} is not supported",
+                path=display, hint="use postgresql+psycopg2:// or postgresql+psycopg://")
+        if not for_migrations:
+            @event.listens_for(engine, "connect")
+            def _on_connect(dbapi_conn: Any, record: Any) -> None:
+                dbapi_conn.autocommit = True
+        self.lock_id = 0
+        super().__init__(engine, display, read_only=read_only, busy_timeout=busy_timeout,
+                         retries=retries)
+
+    def set_table(self, table: str) -> None:
+        self.lock_id = advisory_lock_id(table)
+
+    def _begin_write(self, cur: Any) -> None:
+        ms = max(1, int(self.busy_timeout * 1000))
+        cur.execute(f"BEGIN; SET LOCAL lock_timeout = {ms}; "
+                    f"SELECT pg_advisory_xact_lock({self.lock_id})")
+
+    def lock_in_sa(self, conn: sa.Connection, table: str) -> None:
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({advisory_lock_id(table)})")
+
+
+def advisory_lock_id(table: str) -> int:
+    """The 64-bit advisory lock key of the store in ``table`` (stable across processes)."""
+    digest = hashlib.blake2b(f"kvzarr.sql:{table}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def open_backend(target: Any, *, read_only: bool, busy_timeout: float, retries: int,
+                 synchronous: str = "FULL", for_migrations: bool = False) -> Backend:
+    """The backend for a path or SQLAlchemy URL."""
+    text = os.fspath(target)
+    if busy_timeout < 0 or retries < 0:
+        raise StoreError("busy_timeout and retries must not be negative", path=text,
+                         field="busy_timeout" if busy_timeout < 0 else "retries")
+    if "://" not in text:
+        path, display = os.path.abspath(text), text
+        name = "sqlite"
+    else:
+        try:
+            url = make_url(text)
+        except sa.exc.ArgumentError as e:
+            raise StoreError(f"not a database URL: {e}", path=text) from e
+        display = url.render_as_string(hide_password=True)
+        name = url.get_backend_name()
+        if name == "sqlite":
+            if not url.database or url.database == ":memory:" or url.database.startswith("file:"):
+                raise StoreError("a SQLite store needs a database file", path=display,
+                                 hint="use MemoryStore for an in-memory store")
+            path = os.path.abspath(url.database)
+    if name == "sqlite":
+        sync = synchronous.upper()
+        if sync not in ("FULL", "NORMAL", "EXTRA"):
+            raise StoreError(f"synchronous must be FULL, NORMAL or EXTRA, not {synchronous!r}",
+                             path=display, field="synchronous")
+        if read_only and not os.path.exists(path):
+            raise StoreError("no database file to open read-only", path=display)
+        if not read_only:
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+            except OSError as e:
+                raise translate(e, path=display, during="creating the directory") from e
+        return SQLiteBackend(path, display, read_only=read_only, busy_timeout=busy_timeout,
+                             retries=retries, synchronous=sync)
+    if name == "postgresql":
+        return PostgresBackend(url, display, read_only=read_only, busy_timeout=busy_timeout,
+                               retries=retries, for_migrations=for_migrations)
+    raise UnsupportedOperationError(
+        f"the SQL store supports SQLite and PostgreSQL, not {name!r}", path=display)
+
+
+def _default_pg_driver() -> str:
+    """SQLAlchemy's default driver differs between versions; take whichever is installed,
+    psycopg (3) first."""
+    import importlib.util
+    return "psycopg" if importlib.util.find_spec("psycopg") is not None else "psycopg2"
+
+
+def _quote_path(path: str) -> str:
+    # SQLite URI filenames: '%', '?' and '#' must be escaped (https://sqlite.org/uri.html)
+    return path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")

@@ -1,0 +1,152 @@
+"""The SQL of every store operation on one key/value table, for SQLite and PostgreSQL.
+Specification: stores/sql.md, section "Key layout / schema".
+
+Every statement that selects by key uses the primary-key index: equality, ``IN`` lists of
+at most :data:`BATCH` keys, and range predicates ``k >= :low AND k < :high`` (never
+``LIKE``, which is case-insensitive in SQLite and treats ``_`` as a wildcard). Key order
+is code-point order: SQLite's BINARY collation compares UTF-8 bytes, PostgreSQL's ``"C"``
+collation does the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ...byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
+
+#: keys per ``IN (...)`` list and rows per multi-row INSERT
+BATCH = 500
+
+
+class Queries:
+    """SQL text for ``table`` in the dialect of ``backend_name``, and the statements that
+    need more than one execute."""
+
+    def __init__(self, backend_name: str, placeholder: str, table: str) -> None:
+        self.pg = backend_name == "postgresql"
+        t = f'"{table}"'
+        self.table = table
+        self._ph = placeholder
+
+        def q(sql: str) -> str:
+            return sql.replace("?", placeholder)
+
+        length = "octet_length" if self.pg else "length"
+        self.get = q(f"SELECT v FROM {t} WHERE k = ?")
+        self.exists = q(f"SELECT 1 FROM {t} WHERE k = ?")
+        self.size = q(f"SELECT {length}(v) FROM {t} WHERE k = ?")
+        if self.pg:
+            self.range = q(f"SELECT substring(v from ? for ?) FROM {t} WHERE k = ?")
+            self.offset = q(f"SELECT substring(v from ?) FROM {t} WHERE k = ?")
+            self.suffix = q(f"SELECT substring(v from greatest(octet_length(v) - ? + 1, 1)) "
+                            f"FROM {t} WHERE k = ?")
+            # Splice ``value`` in at ``offset``, padding with zero bytes past the end.
+            self.splice = q(
+                f"INSERT INTO {t} (k, v) VALUES (?, decode(repeat('00', ?), 'hex') || ?) "
+                f"ON CONFLICT (k) DO UPDATE SET v = substring({t}.v from 1 for ?) "
+                f"|| decode(repeat('00', greatest(? - octet_length({t}.v), 0)), 'hex') "
+                f"|| ? || substring({t}.v from ?)")
+        else:
+            self.range = q(f"SELECT substr(v, ?, ?) FROM {t} WHERE k = ?")
+            self.offset = q(f"SELECT substr(v, ?) FROM {t} WHERE k = ?")
+            self.suffix = q(f"SELECT substr(v, max(length(v) - ? + 1, 1)) FROM {t} WHERE k = ?")
+            # ``||`` yields TEXT in SQLite; the CAST keeps the bytes and makes them a BLOB.
+            # substr() of an empty BLOB is NULL, hence the coalesce.
+            self.splice = q(
+                f"INSERT INTO {t} (k, v) VALUES (?, CAST(zeroblob(?) || ? AS BLOB)) "
+                f"ON CONFLICT (k) DO UPDATE SET v = CAST(coalesce(substr(v, 1, ?), x'') "
+                f"|| zeroblob(max(? - length(v), 0)) || ? || coalesce(substr(v, ?), x'') "
+                f"AS BLOB)")
+        self.upsert = q(f"INSERT INTO {t} (k, v) VALUES (?, ?) "
+                        f"ON CONFLICT (k) DO UPDATE SET v = excluded.v")
+        self.delete = q(f"DELETE FROM {t} WHERE k = ?")
+        self.delete_range = q(f"DELETE FROM {t} WHERE k >= ? AND k < ?")
+        self.delete_from = q(f"DELETE FROM {t} WHERE k >= ?")
+        self._t = t
+        self._cache: dict[Any, str] = {}
+
+    # -- statements built per shape ------------------------------------------------------
+
+    def _in_list(self, head: str, n: int) -> str:
+        key = (head, n)
+        sql = self._cache.get(key)
+        if sql is None:
+            sql = f"{head} WHERE k IN ({', '.join([self._ph] * n)})"
+            self._cache[key] = sql
+        return sql
+
+    def keys_page(self, inclusive: bool, bounded: bool) -> str:
+        """``SELECT k`` from a lower bound (inclusive or not) up to an optional exclusive
+        upper bound, in key order, at most ``LIMIT`` rows."""
+        key = ("page", inclusive, bounded)
+        sql = self._cache.get(key)
+        if sql is None:
+            p = self._ph
+            where = f"k {'>=' if inclusive else '>'} {p}" + (f" AND k < {p}" if bounded else "")
+            sql = f"SELECT k FROM {self._t} WHERE {where} ORDER BY k LIMIT {p}"
+            self._cache[key] = sql
+        return sql
+
+    # -- operations ----------------------------------------------------------------------
+
+    def get_range(self, cur: Any, key: str, request: ByteRequest) -> Any:
+        """The requested bytes, cut server-side; a one-tuple row, or None if absent."""
+        if isinstance(request, RangeRequest):
+            cur.execute(self.range, (request.start + 1, request.end - request.start, key))
+        elif isinstance(request, OffsetRequest):
+            cur.execute(self.offset, (request.offset + 1, key))
+        elif isinstance(request, SuffixRequest):
+            cur.execute(self.suffix, (request.suffix, key))
+        else:
+            raise TypeError(f"not a byte request: {request!r}")
+        return cur.fetchone()
+
+    def get_many(self, cur: Any, keys: Sequence[str]) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        unique = list(dict.fromkeys(keys))
+        head = f"SELECT k, v FROM {self._t}"
+        for i in range(0, len(unique), BATCH):
+            part = unique[i:i + BATCH]
+            cur.execute(self._in_list(head, len(part)), part)
+            found.update(cur.fetchall())
+        return found
+
+    def set_many(self, cur: Any, items: Sequence[tuple[str, bytes]]) -> None:
+        if not self.pg:
+            # One prepared statement, executed per row: the fastest path SQLite offers.
+            cur.executemany(self.upsert, items)
+            return
+        # PostgreSQL: multi-row INSERTs. A key may appear once per statement, so keep the
+        # last value of each key, as sequential sets would.
+        rows = list(dict(items).items())
+        for i in range(0, len(rows), BATCH):
+            part = rows[i:i + BATCH]
+            values = ", ".join([f"({self._ph}, {self._ph})"] * len(part))
+            cur.execute(f"INSERT INTO {self._t} (k, v) VALUES {values} "
+                        f"ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+                        [x for row in part for x in row])
+
+    def set_range(self, cur: Any, key: str, offset: int, value: bytes) -> None:
+        end = offset + len(value) + 1
+        cur.execute(self.splice, (key, offset, value, offset, offset, value, end))
+
+    def erase_many(self, cur: Any, keys: Iterable[str]) -> None:
+        unique = list(dict.fromkeys(keys))
+        head = f"DELETE FROM {self._t}"
+        for i in range(0, len(unique), BATCH):
+            part = unique[i:i + BATCH]
+            cur.execute(self._in_list(head, len(part)), part)
+
+    def erase_range(self, cur: Any, low: str, high: str | None) -> None:
+        if high is None:
+            cur.execute(self.delete_from, (low,))
+        else:
+            cur.execute(self.delete_range, (low, high))
+
+    def keys(self, cur: Any, low: str, high: str | None, *, inclusive: bool = True,
+             limit: int) -> list[str]:
+        """Up to ``limit`` keys in ``[low, high)`` (``(low, high)`` if not inclusive)."""
+        params: tuple = (low, high, limit) if high is not None else (low, limit)
+        cur.execute(self.keys_page(inclusive, high is not None), params)
+        return [row[0] for row in cur.fetchall()]
