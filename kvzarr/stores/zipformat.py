@@ -1,0 +1,364 @@
+"""The zip file format as ZipStore reads and writes it: byte layout only, no Store contract.
+
+Implements the parts of PKWARE's APPNOTE.TXT 6.3.x that a store of plain members needs:
+
+* 4.3.7 local file header and 4.3.8 file data (read: locate a member's data; write);
+* 4.3.12 central directory header, 4.3.16 end of central directory record;
+* 4.3.14 / 4.3.15 ZIP64 end of central directory record and locator, 4.5.3 the ZIP64
+  extended information extra field (id 0x0001) for sizes, offsets and member counts;
+* 4.4.4 general purpose flags (bit 11, UTF-8 names; bit 3, data descriptors, read only),
+  4.4.5 compression methods 0 (stored) and 8 (deflate), 4.4.6 MS-DOS date and time,
+  4.4.7 CRC-32 (checked on every whole-member read).
+
+Promises:
+
+* ``read_directory`` reads what Python's ``zipfile`` reads: ZIP64 records, bytes prepended
+  to the archive (self-extractors), archives streamed with data descriptors, cp437 and
+  UTF-8 names. Entries come back in directory order, duplicate names included.
+* Writers emit no data descriptors, one local header per member followed by its data, then
+  the central directory in header order; ZIP64 fields appear only past ``zip64_limit``
+  (2 GiB - 1, like ``zipfile``, since some readers treat the 32-bit fields as signed) or
+  65535 members, so small archives stay readable by every zip tool.
+* Copying a member keeps its compressed bytes, CRC, time stamp and attributes unchanged.
+
+Not supported: encryption (4.4.4 bit 0) and strong encryption, multi-disk / split archives
+(both rejected with StoreError); member comments and extra fields other than ZIP64 are
+read past and dropped when a member is rewritten (the archive comment is kept). Members
+compressed with other methods (bzip2, lzma, ...) are read through ``zipfile`` when it can
+decode them, with no byte-range shortcut.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+import zipfile
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ChecksumMismatchError, StoreError, UnsupportedOperationError
+
+LOCAL = struct.Struct("<4s2B4HL2L2H")        # local file header, 30 bytes
+CENTRAL = struct.Struct("<4s4B4HL2L5H2L")    # central directory header, 46 bytes
+EOCD = struct.Struct("<4s4H2LH")             # end of central directory, 22 bytes
+EOCD64 = struct.Struct("<4sQ2H2L4Q")         # ZIP64 end of central directory, 56 bytes
+LOCATOR64 = struct.Struct("<4sLQL")          # ZIP64 end of central directory locator
+SIG_LOCAL, SIG_CENTRAL = b"PK\x03\x04", b"PK\x01\x02"
+SIG_EOCD, SIG_EOCD64, SIG_LOCATOR64 = b"PK\x05\x06", b"PK\x06\x06", b"PK\x06\x07"
+
+# Like zipfile: sizes and offsets past 2 GiB - 1 go to ZIP64 fields, since some readers
+# read the 32-bit fields as signed.
+ZIP64_LIMIT = (1 << 31) - 1
+_COUNT_LIMIT = 0xFFFF
+_FLAG_ENCRYPTED, _FLAG_DESCRIPTOR, _FLAG_UTF8 = 0x01, 0x08, 0x800
+_UNIX = 3
+_DEFAULT_ATTR = 0o100644 << 16                 # regular file, rw-r--r--
+_COPY_CHUNK = 8 << 20
+
+
+@dataclass(slots=True)
+class Member:
+    """One member as the central directory describes it."""
+    name: str
+    header_offset: int
+    method: int
+    crc: int
+    csize: int
+    size: int
+    dostime: int
+    dosdate: int
+    external_attr: int
+    flags: int                 # general purpose bits kept on rewrite (deflate options)
+    data_offset: int = -1      # -1 until the local header has been read
+
+
+# --- reading ----------------------------------------------------------------------------
+
+class ArchiveFile:
+    """Member data of one open archive file. Reads are ``pread``s, so threads share it
+    without locks; the file closes when the last user drops it. ``file`` may be None
+    for an archive that has no file yet."""
+
+    def __init__(self, file: Any, path: str) -> None:
+        self.file = file
+        self.fd = file.fileno() if file is not None else -1
+        self.path = path
+        self._zip: zipfile.ZipFile | None = None
+        self._zip_lock = threading.Lock()
+
+    def __del__(self) -> None:
+        if self.file is not None:
+            self.file.close()
+
+    def data_offset(self, m: Member) -> int:
+        if m.data_offset < 0:
+            head = os.pread(self.fd, LOCAL.size, m.header_offset)
+            if len(head) != LOCAL.size or head[:4] != SIG_LOCAL:
+                raise StoreError("corrupt zip archive: bad local header", key=m.name,
+                                 path=self.path)
+            name_len, extra_len = struct.unpack_from("<2H", head, 26)
+            m.data_offset = m.header_offset + LOCAL.size + name_len + extra_len
+        return m.data_offset
+
+    def raw(self, m: Member, offset: int, length: int) -> bytes:
+        data = os.pread(self.fd, length, self.data_offset(m) + offset)
+        if len(data) != length:
+            raise StoreError("corrupt zip archive: member data cut short", key=m.name,
+                             path=self.path)
+        return data
+
+    def read(self, m: Member) -> bytes:
+        if m.method == zipfile.ZIP_STORED:
+            data = self.raw(m, 0, m.csize)
+        elif m.method == zipfile.ZIP_DEFLATED:
+            try:
+                data = zlib.decompress(self.raw(m, 0, m.csize), -15)
+            except zlib.error as e:
+                raise StoreError(f"corrupt deflate data: {e}", key=m.name, path=self.path) from e
+        else:
+            return self._read_other(m)
+        if len(data) != m.size or zlib.crc32(data) != m.crc:
+            raise ChecksumMismatchError("zip member does not match its CRC-32", key=m.name,
+                                        path=self.path)
+        return data
+
+    def read_span(self, m: Member, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of the member's uncompressed value (already clipped)."""
+        if start >= end:
+            return b""
+        if m.method == zipfile.ZIP_STORED:
+            return self.raw(m, start, end - start)
+        if m.method != zipfile.ZIP_DEFLATED:
+            return self._read_other(m)[start:end]
+        # Deflate has no random access: inflate from the start, stop once past ``end``.
+        inflater, out, pos = zlib.decompressobj(-15), bytearray(), 0
+        while len(out) < end and pos < m.csize:
+            n = min(1 << 20, m.csize - pos)
+            try:
+                out += inflater.decompress(self.raw(m, pos, n))
+            except zlib.error as e:
+                raise StoreError(f"corrupt deflate data: {e}", key=m.name, path=self.path) from e
+            pos += n
+        return bytes(out[start:end])
+
+    def _read_other(self, m: Member) -> bytes:
+        """Members another tool compressed with bzip2, lzma, ...: zipfile decodes them."""
+        with self._zip_lock:
+            try:
+                if self._zip is None:
+                    self._zip = zipfile.ZipFile(self.file)
+                return self._zip.read(m.name)
+            except NotImplementedError as e:
+                raise UnsupportedOperationError(
+                    f"zip compression method {m.method} is not supported", key=m.name,
+                    path=self.path) from e
+            except zipfile.BadZipFile as e:
+                raise ChecksumMismatchError(str(e), key=m.name, path=self.path) from e
+
+
+def read_directory(fd: int, path: str) -> tuple[list[Member], bytes]:
+    """The central directory's entries and the archive comment, read as zipfile reads
+    them (ZIP64 records, bytes prepended to the archive); an empty file is an empty
+    archive (what a zip writer that never finished leaves)."""
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return [], b""
+    tail_len = min(size, EOCD.size + 0xFFFF)
+    tail = os.pread(fd, tail_len, size - tail_len)
+    at = tail.rfind(SIG_EOCD)
+    while at >= 0 and at + EOCD.size > len(tail):
+        at = tail.rfind(SIG_EOCD, 0, at)
+    if at < 0:
+        raise StoreError("not a zip archive: no end of central directory record", path=path)
+    _, disk, cd_disk, _, count, cd_size, cd_offset, comment_len = EOCD.unpack_from(tail, at)
+    comment = tail[at + EOCD.size:at + EOCD.size + comment_len]
+    end = size - tail_len + at                   # file offset of the end record
+    records = end
+    if end >= LOCATOR64.size + EOCD64.size:
+        loc = os.pread(fd, LOCATOR64.size, end - LOCATOR64.size)
+        if loc[:4] == SIG_LOCATOR64:
+            records = end - LOCATOR64.size - EOCD64.size
+            rec = EOCD64.unpack(os.pread(fd, EOCD64.size, records))
+            if rec[0] != SIG_EOCD64:
+                raise StoreError("corrupt zip archive: bad ZIP64 end record", path=path)
+            disk, cd_disk, count, cd_size, cd_offset = rec[4], rec[5], rec[7], rec[8], rec[9]
+    if disk or cd_disk:
+        raise StoreError("multi-disk zip archives are not supported", path=path)
+    shift = records - cd_size - cd_offset         # bytes prepended to the archive
+    if shift < 0:
+        raise StoreError("corrupt zip archive: bad central directory offset", path=path)
+    cd = os.pread(fd, cd_size, cd_offset + shift)
+    if len(cd) != cd_size:
+        raise StoreError("corrupt zip archive: central directory cut short", path=path)
+    entries: list[Member] = []
+    pos = 0
+    while pos + CENTRAL.size <= cd_size:
+        (sig, _, _, _, _, flags, method, dostime, dosdate, crc, csize, usize, name_len,
+         extra_len, comment_len, _, _, attr, offset) = CENTRAL.unpack_from(cd, pos)
+        if sig != SIG_CENTRAL:
+            raise StoreError("corrupt zip archive: bad central directory entry", path=path)
+        pos += CENTRAL.size
+        raw = cd[pos:pos + name_len]
+        name = raw.decode("utf-8" if flags & _FLAG_UTF8 else "cp437", "surrogateescape")
+        if 0xFFFFFFFF in (usize, csize, offset):
+            usize, csize, offset = _zip64_fields(cd[pos + name_len:pos + name_len + extra_len],
+                                                 usize, csize, offset, name, path)
+        pos += name_len + extra_len + comment_len
+        if flags & _FLAG_ENCRYPTED:
+            raise StoreError("encrypted zip members are not supported", key=name, path=path)
+        entries.append(Member(name, offset + shift, method, crc, csize, usize, dostime,
+                              dosdate, attr, flags & ~(_FLAG_DESCRIPTOR | _FLAG_UTF8)))
+    if len(entries) != count:
+        raise StoreError(f"corrupt zip archive: {len(entries)} entries, {count} announced",
+                         path=path)
+    return entries, comment
+
+
+def _zip64_fields(extra: bytes, usize: int, csize: int, offset: int, name: str,
+                  path: str) -> tuple[int, int, int]:
+    """Fill the 32-bit fields that are 0xFFFFFFFF from the ZIP64 extra field (id 1)."""
+    at = 0
+    while at + 4 <= len(extra):
+        kind, length = struct.unpack_from("<2H", extra, at)
+        if kind == 1:
+            values = list(struct.unpack_from(f"<{length // 8}Q", extra, at + 4))
+            try:
+                if usize == 0xFFFFFFFF:
+                    usize = values.pop(0)
+                if csize == 0xFFFFFFFF:
+                    csize = values.pop(0)
+                if offset == 0xFFFFFFFF:
+                    offset = values.pop(0)
+            except IndexError:
+                break
+            return usize, csize, offset
+        at += 4 + length
+    raise StoreError("corrupt zip archive: missing ZIP64 field", key=name, path=path)
+
+
+# --- writing ----------------------------------------------------------------------------
+
+class ArchiveWriter:
+    """Sequential writer on a raw fd with its own buffer and position. Sizes and offsets
+    past ``zip64_limit`` get ZIP64 fields (a lower limit exercises them on small data)."""
+
+    def __init__(self, fd: int, zip64_limit: int = ZIP64_LIMIT) -> None:
+        self.fd, self.pos, self._buf = fd, 0, bytearray()
+        self.zip64_limit = zip64_limit
+
+    def write(self, data: bytes) -> None:
+        self.pos += len(data)
+        if len(data) >= _COPY_CHUNK:
+            self.flush()
+            _write_all(self.fd, data)
+            return
+        self._buf += data
+        if len(self._buf) >= _COPY_CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._buf:
+            _write_all(self.fd, self._buf)
+            self._buf = bytearray()
+
+    def copy_from(self, old: ArchiveFile, m: Member) -> None:
+        done = 0
+        while done < m.csize:
+            n = min(_COPY_CHUNK, m.csize - done)
+            self.write(old.raw(m, done, n))
+            done += n
+
+
+def _write_all(fd: int, data: bytes | bytearray) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def write_value(out: ArchiveWriter, name: str, value: bytes, stamp: tuple[int, int],
+                compression: int, compresslevel: int | None) -> Member:
+    """Write ``value`` as a new member: deflated if ``compression`` is ``ZIP_DEFLATED``
+    and that makes it smaller, stored otherwise."""
+    crc = zlib.crc32(value)
+    method, data = zipfile.ZIP_STORED, value
+    if compression == zipfile.ZIP_DEFLATED and value:
+        level = -1 if compresslevel is None else compresslevel
+        packer = zlib.compressobj(level, zlib.DEFLATED, -15)
+        packed = packer.compress(value) + packer.flush()
+        if len(packed) < len(value):      # incompressible values stay stored
+            method, data = zipfile.ZIP_DEFLATED, packed
+    m = Member(name, out.pos, method, crc, len(data), len(value), stamp[0], stamp[1],
+               _DEFAULT_ATTR, 0)
+    write_local_header(out, m)
+    out.write(data)
+    return m
+
+
+def copy_member(out: ArchiveWriter, old: ArchiveFile, src: Member) -> Member:
+    """Copy a member's compressed bytes unchanged under a fresh local header."""
+    m = Member(src.name, out.pos, src.method, src.crc, src.csize, src.size, src.dostime,
+               src.dosdate, src.external_attr, src.flags)
+    write_local_header(out, m)
+    out.copy_from(old, src)
+    return m
+
+
+def _name_and_flags(m: Member) -> tuple[bytes, int]:
+    if m.name.isascii():
+        return m.name.encode("ascii"), m.flags
+    return m.name.encode("utf-8", "surrogateescape"), m.flags | _FLAG_UTF8
+
+
+def write_local_header(out: ArchiveWriter, m: Member) -> None:
+    name, flags = _name_and_flags(m)
+    big = m.size > out.zip64_limit or m.csize > out.zip64_limit
+    extra = struct.pack("<2H2Q", 1, 16, m.size, m.csize) if big else b""
+    csize, size = (0xFFFFFFFF, 0xFFFFFFFF) if big else (m.csize, m.size)
+    out.write(LOCAL.pack(SIG_LOCAL, 45 if big else 20, 0, flags, m.method, m.dostime,
+                         m.dosdate, m.crc, csize, size, len(name), len(extra))
+              + name + extra)
+    m.data_offset = m.header_offset + LOCAL.size + len(name) + len(extra)
+
+
+def write_directory(out: ArchiveWriter, members: list[Member], comment: bytes) -> None:
+    """The central directory of ``members`` (sorted in place by header offset) and the
+    end records, ZIP64 ones first when a count, size or offset needs them."""
+    limit = out.zip64_limit
+    members.sort(key=lambda m: m.header_offset)
+    start = out.pos
+    for m in members:
+        name, flags = _name_and_flags(m)
+        fields, size, csize, offset = [], m.size, m.csize, m.header_offset
+        if size > limit or csize > limit:     # zipfile reads both or none
+            fields += [size, csize]
+            size = csize = 0xFFFFFFFF
+        if offset > limit:
+            fields.append(offset)
+            offset = 0xFFFFFFFF
+        extra = struct.pack(f"<2H{len(fields)}Q", 1, 8 * len(fields), *fields) if fields else b""
+        version = 45 if fields else 20
+        out.write(CENTRAL.pack(SIG_CENTRAL, version, _UNIX, version, 0, flags, m.method,
+                               m.dostime, m.dosdate, m.crc, csize, size, len(name),
+                               len(extra), 0, 0, 0, m.external_attr, offset)
+                  + name + extra)
+    count, size, offset = len(members), out.pos - start, start
+    if count >= _COUNT_LIMIT or size > limit or offset > limit:
+        end64 = out.pos
+        out.write(EOCD64.pack(SIG_EOCD64, 44, 45, 45, 0, 0, count, count, size, offset))
+        out.write(LOCATOR64.pack(SIG_LOCATOR64, 0, end64, 1))
+        count, size, offset = min(count, 0xFFFF), min(size, 0xFFFFFFFF), min(offset, 0xFFFFFFFF)
+    comment = comment[:0xFFFF]
+    out.write(EOCD.pack(SIG_EOCD, 0, 0, count, count, size, offset, len(comment)))
+    out.write(comment)
+
+
+def dos_datetime(t: tuple[int, ...]) -> tuple[int, int]:
+    """(time, date) in MS-DOS format, clamped to the years 1980-2107 it can hold."""
+    year, month, day, hour, minute, second = t[:6]
+    if year < 1980:
+        year, month, day, hour, minute, second = 1980, 1, 1, 0, 0, 0
+    elif year > 2107:
+        year, month, day, hour, minute, second = 2107, 12, 31, 23, 59, 58
+    return (hour << 11) | (minute << 5) | (second // 2), ((year - 1980) << 9) | (month << 5) | day
