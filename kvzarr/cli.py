@@ -14,39 +14,42 @@ import time
 import numpy as np
 
 #: where ``kvzarr demo`` writes when no store is named: one file, no server
-DEFAULT_DEMO_STORE = "kvzarr-demo.zip"
+DEFAULT_DEMO_STORE = "kvzarr-demo.sqlite"
 
 
 def _demo(target: str) -> int:
     import kvzarr
 
-    root = kvzarr.open_group(target, mode="w", attributes={"title": "kvzarr demo"})
     rng = np.random.default_rng(0)
     y, x = np.mgrid[0:1024, 0:1024]
     field = (np.sin(x / 97.0) * np.cos(y / 61.0) * 1000).astype("float32")
     noise = rng.integers(0, 1 << 16, size=(512, 512), dtype="uint16")
 
     t0 = time.perf_counter()
-    temp = root.create_array("climate/temperature", shape=field.shape, dtype="float32",
-                             chunks=(256, 256), dimension_names=["y", "x"],
-                             attributes={"units": "K"})
-    temp[...] = field
-    tiles = root.create_array("imaging/tiles", shape=noise.shape, dtype="uint16",
-                              chunks=(64, 64), shards=(256, 256))
-    tiles[...] = noise
-    labels = root.create_array("labels", shape=(4,), dtype=str)
-    labels[...] = np.array(["ocean", "land", "ice", "cloud"])
+    with kvzarr.open_store(target) as store:
+        root = kvzarr.open_group(store, mode="w", attributes={"title": "kvzarr demo"})
+        temp = root.create_array("climate/temperature", shape=field.shape, dtype="float32",
+                                 chunks=(256, 256), dimension_names=["y", "x"],
+                                 attributes={"units": "K"})
+        temp[...] = field
+        tiles = root.create_array("imaging/tiles", shape=noise.shape, dtype="uint16",
+                                  chunks=(64, 64), shards=(256, 256))
+        tiles[...] = noise
+        labels = root.create_array("labels", shape=(4,), dtype=str)
+        labels[...] = np.array(["ocean", "land", "ice", "cloud"])
     written = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    reopened = kvzarr.open_group(target, mode="r")
-    ok = (np.array_equal(reopened["climate/temperature"][...], field)
-          and np.array_equal(reopened["imaging/tiles"][100:300, 7:77], noise[100:300, 7:77])
-          and list(reopened["labels"][...]) == ["ocean", "land", "ice", "cloud"]
-          and np.array_equal(reopened["climate/temperature"][::7, 5:1000:11],
-                             field[::7, 5:1000:11]))
+    with kvzarr.open_store(target, mode="r") as store:
+        reopened = kvzarr.open_group(store, mode="r")
+        ok = (np.array_equal(reopened["climate/temperature"][...], field)
+              and np.array_equal(reopened["imaging/tiles"][100:300, 7:77], noise[100:300, 7:77])
+              and list(reopened["labels"][...]) == ["ocean", "land", "ice", "cloud"]
+              and np.array_equal(reopened["climate/temperature"][::7, 5:1000:11],
+                                 field[::7, 5:1000:11]))
+        tree = reopened.tree()
     read = time.perf_counter() - t0
-    print(reopened.tree())
+    print(tree)
     print(f"store: {target}")
     print(f"wrote {field.nbytes + noise.nbytes} bytes in {written:.3f} s, "
           f"read back and verified in {read:.3f} s: {'OK' if ok else 'MISMATCH'}")
@@ -55,11 +58,9 @@ def _demo(target: str) -> int:
 
 def _info(target: str, path: str | None) -> int:
     import kvzarr
-    node = kvzarr.open(target, mode="r", path=path)
-    if isinstance(node, kvzarr.Group):
-        print(node.tree())
-    else:
-        print(node.info)
+    with kvzarr.open_store(target, mode="r") as store:
+        node = kvzarr.open(store, mode="r", path=path)
+        print(node.tree() if isinstance(node, kvzarr.Group) else node.info)
     return 0
 
 

@@ -625,3 +625,17 @@ def test_migrations_directory_matches_the_known_revisions() -> None:
     from kvzarr.stores.sql.schema import REVISIONS
     found = sorted(p.name.split("_")[0] for p in (migrations_dir() / "versions").glob("*.py"))
     assert found == list(REVISIONS)
+
+
+def test_closing_a_read_only_store_leaves_a_single_file(tmp_path):
+    # Regression: a read-only connection cannot remove SQLite's -wal/-shm files.
+    path = tmp_path / "one.sqlite"
+    writer = SQLStore(str(path))
+    writer.set("k", b"v")
+    writer.close()
+    reader = SQLStore(str(path), read_only=True)
+    assert reader.get("k") == b"v"
+    with pytest.raises(ReadOnlyError):
+        reader.set("k", b"w")
+    reader.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.sqlite"]

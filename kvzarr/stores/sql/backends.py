@@ -230,7 +230,14 @@ class SQLiteBackend(Backend):
     def __init__(self, path: str, display: str, *, read_only: bool, busy_timeout: float,
                  retries: int, synchronous: str) -> None:
         self.path = path
-        mode = "ro" if read_only else "rwc"
+        # A read-only store still opens the file read-write when it may (query_only keeps
+        # it from writing): only then can the last connection to close remove the -wal and
+        # -shm files, leaving the dataset as the single file it is.
+        if not read_only:
+            mode = "rwc"
+        else:
+            mode = "rw" if os.access(path, os.W_OK) and os.access(
+                os.path.dirname(os.path.abspath(path)), os.W_OK) else "ro"
         uri = f"file:{_quote_path(path)}?mode={mode}"
 
         def creator() -> sqlite3.Connection:
