@@ -1,0 +1,382 @@
+"""One LMDB environment per file per process, shared by every LMDBStore on that file
+(stores/lmdb.md, "Concurrency").
+
+LMDB forbids opening one environment twice in a process (its fcntl locks belong to the
+process, and closing a second handle drops them) and using it across ``fork()``. So:
+
+* a registry keyed by the real path hands every store on a file the same
+  :class:`SharedEnv`, opened once and closed with its last store;
+* the owning process id is remembered; a child that inherited the environment reopens it
+  before its first operation and never touches the parent's transactions;
+* the map is resized (grown on demand, or adopted after another process grew it) only
+  while no transaction of this process is open: :class:`_Gate` counts them;
+* writers of this process are serialised by a thread lock, writers of all processes by
+  ``flock`` on the data file, held for a whole write transaction so that a transaction
+  that must grow the map can abort, grow and replay without another writer getting in.
+
+Every py-lmdb exception becomes a kvzarr error in :func:`_translate`, and only there.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import lmdb
+
+from ...errors import ReadOnlyError, StoreConfigError, StoreError, StoreFullError
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; replays are still checked, see _Writer
+    fcntl = None  # type: ignore[assignment]
+
+#: Durability names -> (sync, metasync) flags of LMDB.
+DURABILITY = {"full": (True, True), "relaxed": (True, False), "none": (False, False)}
+
+
+def _translate(error: BaseException, *, key: str | None = None,
+               path: str | None = None) -> BaseException:
+    """The one place py-lmdb (and OS) errors become kvzarr errors."""
+    if isinstance(error, (StoreError, ReadOnlyError)):
+        return error
+    if isinstance(error, lmdb.MapFullError):
+        return StoreFullError(
+            "the LMDB map is full at its largest allowed size; nothing of the failed "
+            "transaction was written", key=key, path=path,
+            hint="open the store with a larger map_size_max")
+    if (isinstance(error, lmdb.DiskError)
+            or isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)):
+        return StoreFullError("no space left on device; nothing of the failed "
+                              "transaction was written", key=key, path=path)
+    if isinstance(error, lmdb.ReadonlyError):
+        return ReadOnlyError(f"LMDB refused access: {error}", key=key, path=path)
+    if isinstance(error, lmdb.ReadersFullError):
+        return StoreError("too many open LMDB read transactions", key=key, path=path,
+                          hint="open the store with a larger max_readers")
+    if isinstance(error, (lmdb.InvalidError, lmdb.VersionMismatchError)):
+        return StoreError(f"not an LMDB environment this library can read: {error}",
+                          key=key, path=path)
+    if isinstance(error, (lmdb.CorruptedError, lmdb.PanicError, lmdb.PageNotFoundError)):
+        return StoreError(f"the LMDB environment is damaged: {error}", key=key, path=path)
+    if isinstance(error, LookupError):
+        return StoreError(str(error), key=key, path=path)
+    if isinstance(error, OSError):
+        return StoreError(f"LMDB file error: {error.strerror or error}", key=key, path=path)
+    return StoreError(f"LMDB error: {error}", key=key, path=path)
+
+
+class _Gate:
+    """Counts this process's open transactions; :meth:`exclusive` waits until none is
+    open and holds new ones back, because LMDB remaps the file on a resize."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._active = 0
+        self._resizing = False
+        self._mine = threading.local()
+
+    @property
+    def active(self) -> int:
+        return self._active
+
+    def enter(self) -> None:
+        mine = getattr(self._mine, "n", 0)
+        with self._cond:
+            # A thread that already holds a transaction goes on: the resize waits for
+            # that one anyway, and holding it back would deadlock.
+            while self._resizing and not mine:
+                self._cond.wait()
+            self._active += 1
+        self._mine.n = mine + 1
+
+    def leave(self) -> None:
+        self._mine.n -= 1
+        with self._cond:
+            self._active -= 1
+            if not self._active:
+                self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        if getattr(self._mine, "n", 0):
+            raise StoreError(
+                "the LMDB map must be resized, but this thread holds another open "
+                "transaction on the same file", hint="finish that transaction first")
+        with self._cond:
+            while self._resizing:
+                self._cond.wait()
+            self._resizing = True
+            while self._active:
+                self._cond.wait()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._resizing = False
+                self._cond.notify_all()
+
+
+class SharedEnv:
+    """An open LMDB environment and the process-wide state that goes with it."""
+
+    def __init__(self, path: str, *, subdir: bool, read_only: bool, lock: bool,
+                 durability: str, map_size_start: int, map_size_max: int,
+                 max_readers: int) -> None:
+        self.path = path
+        self.subdir = subdir
+        self.read_only = read_only
+        self.lock = lock
+        self.durability = durability
+        self.map_size_start = map_size_start
+        self.map_size_max = map_size_max
+        self.max_readers = max_readers
+        self.data_file = os.path.join(path, "data.mdb") if subdir else path
+        self.refs = 0
+        #: bumped on every (re)open; transactions remember it to detect a stale env
+        self.generation = 0
+        self._lock_fd: int | None = None
+        self._open()
+
+    # -- opening, forks ------------------------------------------------------------------
+
+    def _open(self) -> None:
+        sync, metasync = DURABILITY[self.durability]
+        try:
+            for attempt in range(20):
+                # Start with room beyond the data file, so the map covers what other
+                # processes wrote (they can still grow it while this opens: retry).
+                map_size = min(self.map_size_max,
+                               max(self.map_size_start, 2 * _size_of(self.data_file)))
+                try:
+                    self.env = lmdb.open(
+                        self.path, subdir=self.subdir, readonly=self.read_only,
+                        lock=self.lock, sync=sync, metasync=metasync, map_size=map_size,
+                        max_readers=self.max_readers, max_dbs=0, max_spare_txns=0,
+                        create=not self.read_only)
+                    break
+                except lmdb.MapResizedError:
+                    if attempt == 19:
+                        raise
+            try:
+                if self.lock:
+                    self.env.reader_check()    # clear slots of readers that died
+                self.db = self.env.open_db()
+                self.psize = self.env.stat()["psize"]
+            except BaseException:
+                self.env.close()
+                raise
+        except lmdb.Error as e:
+            raise _translate(e, path=self.path) from e
+        self.pid = os.getpid()
+        self.generation += 1
+        self._reset_sync()
+
+    def _reset_sync(self) -> None:
+        self.gate = _Gate()
+        self.write_lock = threading.Lock()
+        self._lock_fd = None
+
+    def check_fork(self) -> None:
+        """Reopen the environment in a child process before it is used there."""
+        if os.getpid() != self.pid:
+            self._reopen_after_fork()
+
+    def _reopen_after_fork(self) -> None:
+        # The inherited handle must be closed before py-lmdb lets the file be opened
+        # again. Closing it aborts the transactions py-lmdb knows of, which would free
+        # reader slots the parent still uses; so it is only closed when none was open
+        # (and no ended transaction is cached: max_spare_txns=0 at open).
+        if not self._drop_inherited():
+            raise StoreError(
+                "the process forked while a transaction on this LMDB file was open, so "
+                "the child cannot reopen it", path=self.path,
+                hint="fork before opening transactions, or use the 'spawn' start method")
+        self._open()
+
+    def _drop_inherited(self) -> bool:
+        """Close the handle inherited from the parent if that is safe; report whether
+        it was closed."""
+        if self._lock_fd is not None:
+            _close_quietly(self._lock_fd)   # our copy only; the parent keeps its flock
+            self._lock_fd = None
+        if self.gate.active:
+            return False
+        try:
+            self.env.close()
+        except lmdb.Error:
+            pass
+        return True
+
+    def after_fork_in_child(self) -> None:
+        # Locks copied from the parent may be held by threads that do not exist here.
+        active = self.gate.active
+        fd = self._lock_fd
+        self._reset_sync()
+        self.gate._active = active
+        self._lock_fd = fd
+
+    # -- transactions --------------------------------------------------------------------
+
+    def begin(self, write: bool, buffers: bool = True) -> Any:
+        """A new transaction, counted by the gate. Adopts a map another process grew."""
+        while True:
+            self.gate.enter()
+            try:
+                return self.env.begin(write=write, buffers=buffers)
+            except lmdb.MapResizedError:
+                self.gate.leave()
+                self.adopt_map_size()
+            except BaseException:
+                self.gate.leave()
+                raise
+
+    def end(self, txn: Any, commit: bool = False) -> None:
+        """Commit or abort ``txn`` and uncount it; the count drops also when it fails."""
+        try:
+            if commit:
+                txn.commit()
+            else:
+                txn.abort()
+        finally:
+            self.gate.leave()
+
+    def adopt_map_size(self) -> None:
+        with self.gate.exclusive():
+            self.env.set_mapsize(0)
+
+    def lacks_room(self, size: int) -> bool:
+        """Whether ``size`` more bytes may not fit in the map (and it can still grow)."""
+        info = self.env.info()
+        if info["map_size"] >= self.map_size_max:
+            return False
+        return size > info["map_size"] - (info["last_pgno"] + 1) * self.psize
+
+    def grow(self, pending: int) -> None:
+        """Enlarge the map for a write that did not fit. ``pending`` estimates the bytes
+        the retried transaction writes. Raises StoreFullError at ``map_size_max``."""
+        with self.gate.exclusive():
+            before = self.env.info()["map_size"]
+            self.env.set_mapsize(0)        # take what other processes have grown to
+            info = self.env.info()
+            current = info["map_size"]
+            used = (info["last_pgno"] + 1) * self.psize
+            want = max(2 * before, used + 2 * pending + (1 << 20), current)
+            target = min(self.map_size_max, want)
+            if target <= before:
+                raise StoreFullError(
+                    f"the LMDB map is full at map_size_max={self.map_size_max} bytes; "
+                    "nothing of the failed transaction was written", path=self.path,
+                    hint="open the store with a larger map_size_max")
+            if target != current:
+                self.env.set_mapsize(target)
+
+    # -- the inter-process writer lock ---------------------------------------------------
+
+    def acquire_writer(self) -> None:
+        self.write_lock.acquire()
+        try:
+            if fcntl is not None:
+                if self._lock_fd is None:
+                    self._lock_fd = os.open(self.data_file,
+                                            os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        except BaseException as e:
+            self.write_lock.release()
+            if isinstance(e, OSError):
+                raise _translate(e, path=self.path) from e
+            raise
+
+    def release_writer(self) -> None:
+        try:
+            if fcntl is not None and self._lock_fd is not None:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        finally:
+            self.write_lock.release()
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        if os.getpid() != self.pid:
+            self._drop_inherited()
+            return
+        self.env.close()
+        if self._lock_fd is not None:
+            _close_quietly(self._lock_fd)
+            self._lock_fd = None
+
+
+def _size_of(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _close_quietly(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+# --- the registry ---------------------------------------------------------------------
+
+_registry: dict[str, SharedEnv] = {}
+_registry_lock = threading.Lock()
+
+
+def acquire(path: str, **options: Any) -> SharedEnv:
+    """The shared environment of ``path``, opened on first use."""
+    key = os.path.realpath(path)
+    with _registry_lock:
+        shared = _registry.get(key)
+        if shared is not None:
+            shared.check_fork()
+            if options["read_only"] is False and shared.read_only:
+                raise StoreError(
+                    "this LMDB file is already open read-only in this process",
+                    path=path, hint="close the read-only store first")
+            for name in ("durability", "lock"):
+                if options[name] != getattr(shared, name):
+                    raise StoreConfigError(
+                        f"this LMDB file is already open in this process with "
+                        f"{name}={getattr(shared, name)!r}", path=path, field=name)
+        else:
+            shared = SharedEnv(path, **options)
+            _registry[key] = shared
+        shared.refs += 1
+        return shared
+
+
+def release(shared: SharedEnv) -> None:
+    with _registry_lock:
+        shared.refs -= 1
+        if shared.refs > 0:
+            return
+        for key, value in list(_registry.items()):
+            if value is shared:
+                del _registry[key]
+    shared.close()
+
+
+def _after_fork_in_child() -> None:
+    global _registry_lock
+    _registry_lock = threading.Lock()
+    for shared in list(_registry.values()):
+        shared.after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def default_map_size_max() -> int:
+    """1 TiB of address space on 64-bit systems (the file stays sparse where the OS
+    allows; LMDB preallocates the map on Windows, which growing on demand avoids)."""
+    return 1 << 40 if sys.maxsize > 2 ** 32 else 1 << 30
+
