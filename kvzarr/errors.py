@@ -128,6 +128,11 @@ class UnsupportedOperationError(KvzarrError, NotImplementedError):
     """The store lacks the capability an operation needs (see ``Store.capabilities``)."""
 
 
+class StoreConfigError(StoreError, ValueError):
+    """A store was opened with options that cannot work (unknown durability, a reserved
+    table name, options that disagree with another handle on the same file)."""
+
+
 class ConflictError(StoreError):
     """A write transaction could not get its lock or was aborted by a concurrent writer
     after the configured retries."""

@@ -34,8 +34,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import QueuePool
 
-from ...errors import (ConflictError, KvzarrError, ReadOnlyError, StoreError, StoreFullError,
-                       UnsupportedOperationError)
+from ...errors import (ConflictError, KvzarrError, ReadOnlyError, StoreConfigError, StoreError,
+                       StoreFullError, UnsupportedOperationError)
 
 # SQLite primary result codes (https://sqlite.org/rescode.html)
 _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 5, 6, 8
@@ -329,7 +329,7 @@ def open_backend(target: Any, *, read_only: bool, busy_timeout: float, retries: 
     """The backend for a path or SQLAlchemy URL."""
     text = os.fspath(target)
     if busy_timeout < 0 or retries < 0:
-        raise StoreError("busy_timeout and retries must not be negative", path=text,
+        raise StoreConfigError("busy_timeout and retries must not be negative", path=text,
                          field="busy_timeout" if busy_timeout < 0 else "retries")
     if "://" not in text:
         path, display = os.path.abspath(text), text
@@ -349,7 +349,7 @@ def open_backend(target: Any, *, read_only: bool, busy_timeout: float, retries: 
     if name == "sqlite":
         sync = synchronous.upper()
         if sync not in ("FULL", "NORMAL", "EXTRA"):
-            raise StoreError(f"synchronous must be FULL, NORMAL or EXTRA, not {synchronous!r}",
+            raise StoreConfigError(f"synchronous must be FULL, NORMAL or EXTRA, not {synchronous!r}",
                              path=display, field="synchronous")
         if read_only and not os.path.exists(path):
             raise StoreError("no database file to open read-only", path=display)

@@ -27,7 +27,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.schema import CreateTable
 
-from ...errors import SchemaVersionError, StoreError
+from ...errors import SchemaVersionError, StoreConfigError, StoreError
 from .backends import Backend, open_backend, translate
 
 #: alembic revision ids in order; the schema version is the position, counted from 1
@@ -56,7 +56,7 @@ def check_table_name(table: str, display: str) -> str:
     if not (isinstance(table, str) and 0 < len(table) <= 40 and table.isascii()
             and (table[0].isalpha() or table[0] == "_")
             and all(c.islower() or c.isdigit() or c == "_" for c in table)):
-        raise StoreError(
+        raise StoreConfigError(
             "a table name is 1 to 40 lowercase ASCII letters, digits and '_', not starting "
             "with a digit", path=display, field="table")
     return table
@@ -211,7 +211,7 @@ def open_layout(backend: Backend, table: str | None) -> Layout:
                              path=backend.display)
         table = table or DEFAULT_TABLE
         if table == LEGACY_TABLE:
-            raise StoreError(f"table {LEGACY_TABLE!r} is reserved for zarr-python 2 and "
+            raise StoreConfigError(f"table {LEGACY_TABLE!r} is reserved for zarr-python 2 and "
                              f"zarr-sqlite files", path=backend.display, field="table")
         if backend.name == "sqlite" and empty:  # a file with other tables keeps its mode
             backend.set_wal()  # type: ignore[attr-defined]
