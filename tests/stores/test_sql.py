@@ -246,7 +246,7 @@ def test_killed_writer_leaves_all_old_or_all_new(target: Target,
     ctx.set_forkserver_preload(["kvzarr.stores.sql", __name__])
     rng = random.Random(20240611)
     keys = [f"k/{i:02d}" for i in range(20)]
-    rounds = 100 if target.backend == "sqlite" else 30
+    rounds = 100
     target.open().close()
     generations = []
     for _ in range(rounds):

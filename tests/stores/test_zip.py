@@ -452,7 +452,8 @@ def test_stale_temp_archive_removed_by_next_writer(path: Path) -> None:
 
 # --- processes ----------------------------------------------------------------------------
 
-KEYS, SIZE = 8, 1 << 20
+KEYS, SIZE = 8, 256 << 10
+KILLS = 100
 
 
 def _generation(path: str, gen: int, ready, go=None) -> None:
@@ -490,9 +491,9 @@ def test_killed_commit_leaves_old_or_new_archive(path: Path) -> None:
         return child, ready, go
 
     upcoming = spawn(1)
-    for run in range(1, 21):
+    for run in range(1, KILLS + 1):
         child, ready, go = upcoming
-        if run < 20:
+        if run < KILLS:
             upcoming = spawn(run + 1)             # starts up while this one is killed
         go.set()
         assert ready.wait(60)
