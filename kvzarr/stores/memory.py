@@ -106,5 +106,27 @@ class MemoryStore(Store):
             keys = sorted(merged)
         return iter(keys)
 
+    def _list_dir(self, prefix: str) -> Iterator[str]:
+        if self._overlay():  # inside a write transaction: the generic walk sees the overlay
+            return super()._list_dir(prefix)
+        end = prefix_successor(prefix)
+        names: list[str] = []
+        cursor = prefix
+        with self._lock:
+            while True:
+                key = next(iter(self._data.irange(cursor, end, inclusive=(True, False))), None)
+                if key is None:
+                    break
+                rest = key[len(prefix):]
+                cut = rest.find("/")
+                if cut < 0:
+                    names.append(rest)
+                    cursor = key + "\x00"  # the next key after this one (keys hold no NUL)
+                else:
+                    child = rest[:cut + 1]
+                    names.append(child)
+                    cursor = prefix_successor(prefix + child)  # skip the child's subtree
+        return iter(names)
+
     def __repr__(self) -> str:
         return f"MemoryStore(keys={len(self._data)})"
