@@ -39,6 +39,14 @@ except ImportError:  # Windows: no flock; replays are still checked, see _Writer
 DURABILITY = {"full": (True, True), "relaxed": (True, False), "none": (False, False)}
 
 
+def _disk_nearly_full(path: str) -> bool:
+    try:
+        st = os.statvfs(os.path.dirname(os.path.abspath(path)) or ".")
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < 16 * 1024 * 1024
+
+
 def _translate(error: BaseException, *, key: str | None = None,
                path: str | None = None) -> BaseException:
     """The one place py-lmdb (and OS) errors become kvzarr errors."""
@@ -53,6 +61,12 @@ def _translate(error: BaseException, *, key: str | None = None,
             or isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)):
         return StoreFullError("no space left on device; nothing of the failed "
                               "transaction was written", key=key, path=path)
+    if isinstance(error, lmdb.Error) and "Input/output error" in str(error) and \
+            path is not None and _disk_nearly_full(path):
+        # LMDB reports a failed write of its pages as EIO; on a full disk that is ENOSPC.
+        return StoreFullError("no space left on device (LMDB could not write its pages); "
+                              "nothing of the failed transaction was written",
+                              key=key, path=path)
     if isinstance(error, lmdb.ReadonlyError):
         return ReadOnlyError(f"LMDB refused access: {error}", key=key, path=path)
     if isinstance(error, lmdb.ReadersFullError):
