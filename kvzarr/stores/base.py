@@ -95,8 +95,13 @@ class Store(ABC):
             self._set(k, v)
 
     def _set_range(self, key: str, offset: int, value: bytes) -> None:
-        raise UnsupportedOperationError(
-            f"{type(self).__name__} does not support partial writes", key=key)
+        """Generic partial write: read, splice, write back, inside one transaction. Used
+        only by stores whose capabilities declare ``partial_writes``."""
+        with self.transaction():
+            old = self._get(key) or b""
+            if offset > len(old):
+                old = old + b"\x00" * (offset - len(old))  # a gap reads as zero bytes
+            self._set(key, old[:offset] + value + old[offset + len(value):])
 
     def _erase_many(self, keys: Sequence[str]) -> None:
         for k in keys:

@@ -29,6 +29,8 @@ _IO_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kvzarr-fs")
 
 
 class FilesystemStore(Store):
+    # Partial writes use the base read-modify-write, whose _set is copy-and-rename: the
+    # per-key atomicity promise holds for them too.
     capabilities = Capabilities(partial_reads=True, partial_writes=True, multi_process=True)
 
     def __init__(self, root: str | os.PathLike, *, read_only: bool = False,
@@ -120,13 +122,6 @@ class FilesystemStore(Store):
             return
         for _ in _IO_POOL.map(lambda kv: self._set(*kv), items):
             pass
-
-    def _set_range(self, key: str, offset: int, value: bytes) -> None:
-        # Copy-modify-rename keeps the per-key atomicity promise for partial writes too.
-        old = self._get(key) or b""
-        if offset > len(old):
-            old = old + b"\x00" * (offset - len(old))
-        self._set(key, old[:offset] + value + old[offset + len(value):])
 
     def _erase(self, key: str) -> None:
         path = self._path(key)

@@ -17,8 +17,8 @@ from sortedcontainers import SortedDict
 from ..byteranges import ByteRequest, apply_byte_request
 from .base import Capabilities, Store
 from .keys import prefix_successor
+from .overlay import DELETED, merged_keys
 
-_DELETED = object()
 
 
 class MemoryStore(Store):
@@ -42,7 +42,7 @@ class MemoryStore(Store):
         try:
             if handle:
                 for key, value in handle.items():
-                    if value is _DELETED:
+                    if value is DELETED:
                         self._data.pop(key, None)
                     else:
                         self._data[key] = value
@@ -56,7 +56,7 @@ class MemoryStore(Store):
         overlay = self._overlay()
         if overlay is not None and key in overlay:
             value = overlay[key]
-            return None if value is _DELETED else value
+            return None if value is DELETED else value
         return self._data.get(key)
 
     def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
@@ -75,17 +75,10 @@ class MemoryStore(Store):
         for key, value in items:
             self._set(key, value)
 
-    def _set_range(self, key: str, offset: int, value: bytes) -> None:
-        with self.transaction():
-            old = self._get(key) or b""
-            if offset > len(old):
-                old = old + b"\x00" * (offset - len(old))
-            self._set(key, old[:offset] + value + old[offset + len(value):])
-
     def _erase(self, key: str) -> None:
         overlay = self._overlay()
         if overlay is not None:
-            overlay[key] = _DELETED
+            overlay[key] = DELETED
         else:
             with self._lock:
                 self._data.pop(key, None)
@@ -96,14 +89,7 @@ class MemoryStore(Store):
                                           inclusive=(True, False)))
         overlay = self._overlay()
         if overlay:
-            merged = set(keys)
-            for key, value in overlay.items():
-                if key.startswith(prefix):
-                    if value is _DELETED:
-                        merged.discard(key)
-                    else:
-                        merged.add(key)
-            keys = sorted(merged)
+            keys = merged_keys(keys, overlay, prefix)
         return iter(keys)
 
     def _list_dir(self, prefix: str) -> Iterator[str]:

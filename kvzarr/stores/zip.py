@@ -44,6 +44,7 @@ from ..errors import (ConflictError, InvalidKeyError, StoreError, StoreFullError
                       UnsupportedOperationError)
 from .base import Capabilities, Store
 from .keys import check_key, prefix_successor
+from .overlay import DELETED, merged_keys
 from .zipformat import (SIG_EOCD64, ZIP64_LIMIT, ArchiveFile, ArchiveWriter, Member,
                         copy_member, dos_datetime, read_directory, write_directory,
                         write_value)
@@ -51,7 +52,6 @@ from .zipformat import (SIG_EOCD64, ZIP64_LIMIT, ArchiveFile, ArchiveWriter, Mem
 #: Temporary archives are named ``.<archive name>.kvzarr-tmp-<hex>`` in the same directory.
 TEMP_MARKER = ".kvzarr-tmp-"
 
-_DELETED = object()
 
 # The ZIP64 threshold of the archives this module writes, looked up at each commit so
 # tests can lower it to exercise ZIP64 fields on small archives.
@@ -170,7 +170,7 @@ class ZipStore(Store):
         archive, writes = self._view()
         if writes and key in writes:
             value = writes[key]
-            return None if value is _DELETED else value
+            return None if value is DELETED else value
         m = archive.members.get(key)
         return None if m is None else archive.read(m)
 
@@ -178,7 +178,7 @@ class ZipStore(Store):
         archive, writes = self._view()
         if writes and key in writes:
             value = writes[key]
-            if value is _DELETED:
+            if value is DELETED:
                 return None
             start, end = _resolve(request, len(value))
             return value[start:end]
@@ -188,14 +188,14 @@ class ZipStore(Store):
     def _exists(self, key: str) -> bool:
         archive, writes = self._view()
         if writes and key in writes:
-            return writes[key] is not _DELETED
+            return writes[key] is not DELETED
         return key in archive.members
 
     def _getsize(self, key: str) -> int | None:
         archive, writes = self._view()
         if writes and key in writes:
             value = writes[key]
-            return None if value is _DELETED else len(value)
+            return None if value is DELETED else len(value)
         m = archive.members.get(key)
         return None if m is None else m.size
 
@@ -207,14 +207,7 @@ class ZipStore(Store):
         succ = prefix_successor(prefix)
         hi = len(keys) if succ is None else bisect.bisect_left(keys, succ, lo)
         if writes:
-            merged = set(keys[lo:hi])
-            for key, value in writes.items():
-                if key.startswith(prefix):
-                    if value is _DELETED:
-                        merged.discard(key)
-                    else:
-                        merged.add(key)
-            keys = sorted(merged)
+            keys = merged_keys(keys[lo:hi], writes, prefix)
             lo, hi = 0, len(keys)
         return keys, lo, hi
 
@@ -246,7 +239,7 @@ class ZipStore(Store):
             with self.transaction():
                 self._erase(key)
             return
-        writes[key] = _DELETED
+        writes[key] = DELETED
 
     # Transaction hooks. A write transaction holds the writer lock from begin to end and
     # reads the archive that was current when it got the lock, so nothing can commit
@@ -440,14 +433,14 @@ def _plan(old: _Archive, writes: dict[str, Any]
           ) -> list[tuple[str, Member | None, bytes | None]] | None:
     """The members of the next archive in name order: (name, old member to copy, new
     value); None when ``writes`` change nothing."""
-    if not any(v is not _DELETED or k in old.members for k, v in writes.items()):
+    if not any(v is not DELETED or k in old.members for k, v in writes.items()):
         return None
     entries: dict[str, tuple[str, Member | None, bytes | None]] = {
         m.name: (m.name, m, None) for m in old.foreign}
     for name, m in old.members.items():
         entries[name] = (name, m, None)
     for name, value in writes.items():
-        if value is _DELETED:
+        if value is DELETED:
             entries.pop(name, None)
         else:
             entries[name] = (name, None, value)

@@ -330,13 +330,6 @@ class LMDBStore(Store):
         self._write(keymap.put_many, encoded,
                     sum(footprint(len(kb), len(v)) for kb, v in encoded))
 
-    def _set_range(self, key: str, offset: int, value: bytes) -> None:
-        with self.transaction():
-            old = self._get(key) or b""
-            if offset > len(old):
-                old = old + b"\x00" * (offset - len(old))
-            self._set(key, old[:offset] + value + old[offset + len(value):])
-
     def _erase(self, key: str) -> None:
         self._write(keymap.delete, key.encode("utf-8"), 0, key)
 
