@@ -121,11 +121,19 @@ class ChunkIO:
             partial = self.pipeline.supports_partial
             whole = [p for p in projections if not partial or p.is_complete_chunk]
             parts = [p for p in projections if partial and not p.is_complete_chunk]
+            if len(whole) > 1 and not self.store.capabilities.transactional:
+                # No snapshot to keep: each pool thread fetches and decodes its own chunks,
+                # so reading the disk overlaps with decoding and copying.
+                _run(lambda p: self._decode_one(p, self.store.get(self.key(p.chunk_coords)),
+                                                out), whole, parallel=True)
+                whole = []
             with self.store.transaction(write=False):
                 values = self.store.get_many([self.key(p.chunk_coords) for p in whole])
                 for p in parts:
                     self._read_part(p, out)
-            self._decode_into(whole, values, out)
+            total = sum(len(v) for v in values if v is not None)
+            _run(lambda item: self._decode_one(*item, out), list(zip(whole, values)),
+                 parallel=total >= _POOL_MIN_BYTES)
         return out.reshape(indexer.shape)
 
     def _read_part(self, p: ChunkProjection, out: np.ndarray) -> None:
@@ -144,19 +152,13 @@ class ChunkIO:
             raise ChunkNotFoundError("chunk is missing and read_missing_chunks is off", key=key)
         out[p.out_selection] = self.metadata.fill_value
 
-    def _decode_into(self, projections: list[ChunkProjection], values: list[bytes | None],
-                     out: np.ndarray) -> None:
-        def work(item: tuple[ChunkProjection, bytes | None]) -> None:
-            p, data = item
-            if data is None:
-                self._fill_missing(self.key(p.chunk_coords), p, out)
-                return
-            chunk = self.pipeline.decode(data, self.spec(p.chunk_coords),
-                                         key=self.key(p.chunk_coords))
-            out[p.out_selection] = chunk[p.chunk_selection]
-
-        total = sum(len(v) for v in values if v is not None)
-        _run(work, list(zip(projections, values)), parallel=total >= _POOL_MIN_BYTES)
+    def _decode_one(self, p: ChunkProjection, data: bytes | None, out: np.ndarray) -> None:
+        key = self.key(p.chunk_coords)
+        if data is None:
+            self._fill_missing(key, p, out)
+            return
+        chunk = self.pipeline.decode(data, self.spec(p.chunk_coords), key=key)
+        out[p.out_selection] = chunk[p.chunk_selection]
 
     # -- writing -------------------------------------------------------------------------
 
@@ -192,16 +194,29 @@ class ChunkIO:
         olds = dict(zip((self.key(p.chunk_coords) for p in need_old),
                         self.store.get_many([self.key(p.chunk_coords) for p in need_old])))
 
-        def work(p: ChunkProjection) -> tuple[str, bytes | None]:
+        # Without transactions each pool thread stores what it encodes: disk writes
+        # overlap with encoding and no batch of encoded chunks is held in memory.
+        direct = not self.store.capabilities.transactional
+
+        def work(p: ChunkProjection) -> tuple[str, bytes | None] | None:
             spec = self.spec(p.chunk_coords)
             key = self.key(p.chunk_coords)
             chunk = self._merged_chunk(p, spec, key, olds.get(key), values)
-            if (not self.config.write_empty_chunks
-                    and self.metadata.data_type.is_fill(chunk, self.metadata.fill_value)):
-                return key, None
-            return key, self.pipeline.encode(chunk, spec)
+            encoded = None
+            if (self.config.write_empty_chunks
+                    or not self.metadata.data_type.is_fill(chunk, self.metadata.fill_value)):
+                encoded = self.pipeline.encode(chunk, spec)
+            if not direct:
+                return key, encoded
+            if encoded is None:
+                self.store.erase(key)
+            else:
+                self.store.set(key, encoded)
+            return None
 
-        results = _run(work, batch, parallel=sum(map(self._nbytes, batch)) >= _POOL_MIN_BYTES)
+        results = _run(work, batch, parallel=sum(map(self._nbytes, batch)) >= _POOL_MIN_BYTES
+                       or (direct and len(batch) > 1))
+        results = [r for r in results if r is not None]
         puts = [(k, v) for k, v in results if v is not None]
         erases = [k for k, v in results if v is None]
         if puts:
