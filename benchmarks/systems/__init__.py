@@ -1,0 +1,126 @@
+"""The systems the suite compares, by name. Standard library only: the driver reads this
+table without importing numpy or any peer.
+
+Each entry names the adapter class that drives it (one module per family), the virtual
+environment it runs in (``peers3``: kvzarr, zarr-python 3, TensorStore, the raw engines;
+``zarr2``: zarr-python 2, which cannot share an interpreter with zarr-python 3), the raw
+engine that does the same byte work (its "raw limit"), and what it promises on disk, so
+the report can say what each number was bought with.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SystemInfo:
+    name: str
+    family: str          # "kvzarr", "peer" or "raw"
+    module: str          # adapter module under benchmarks.systems
+    cls: str             # adapter class in it
+    env: str             # "peers3" or "zarr2"
+    limit: str           # the raw system doing the same byte work
+    label: str           # what it is, for the report
+    durability: str      # what a finished write promises, for the report
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    #: an option variant, run only when named (not part of "all" or "kvzarr")
+    variant: bool = False
+
+
+def _k(store: str, label: str, limit: str, durability: str, suffix: str = "",
+       options: dict[str, Any] | None = None) -> SystemInfo:
+    return SystemInfo(f"kvzarr-{store}{suffix}", "kvzarr", "kvzarr_sys", "KvzarrSystem",
+                      "peers3", limit, label, durability,
+                      {"store": store, "options": options or {}}, variant=bool(suffix))
+
+
+SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
+    _k("fs", "kvzarr FilesystemStore", "raw-files", "atomic per key, no fsync"),
+    _k("lmdb", "kvzarr LMDBStore", "raw-lmdb", "transactional, fsync per commit"),
+    _k("sql", "kvzarr SQLStore (SQLite)", "raw-sqlite",
+       "transactional, WAL, synchronous=FULL"),
+    _k("zip", "kvzarr ZipStore", "raw-files",
+       "transactional, archive rewritten and fsynced per commit"),
+    _k("memory", "kvzarr MemoryStore", "raw-memory", "in memory"),
+    # the same stores with the durability of the peers they are compared with, to tell
+    # the price of syncing apart from the price of the software
+    _k("lmdb", "kvzarr LMDBStore, durability='none'", "raw-lmdb", "no fsync",
+       "-nosync", {"durability": "none"}),
+    _k("sql", "kvzarr SQLStore, synchronous='NORMAL'", "raw-sqlite",
+       "WAL synced at checkpoints only", "-normal", {"synchronous": "NORMAL"}),
+    _k("zip", "kvzarr ZipStore, fsync=False", "raw-files", "archive rewritten, no fsync",
+       "-nofsync", {"fsync": False}),
+    SystemInfo("zarr3-local", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",
+               "zarr-python 3 LocalStore", "atomic per key, no fsync", {"store": "local"}),
+    SystemInfo("zarr3-zip", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",
+               "zarr-python 3 ZipStore", "no fsync; overwrites append duplicates",
+               {"store": "zip"}),
+    SystemInfo("zarr3-memory", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-memory",
+               "zarr-python 3 MemoryStore", "in memory", {"store": "memory"}),
+    SystemInfo("ts-file", "peer", "tensorstore_sys", "TensorStoreSystem", "peers3",
+               "raw-files", "TensorStore zarr3 on file", "atomic per key, fsync per key",
+               {"kvstore": "file"}),
+    SystemInfo("ts-ocdbt", "peer", "tensorstore_sys", "TensorStoreSystem", "peers3",
+               "raw-files", "TensorStore zarr3 on OCDBT", "copy-on-write B-tree, fsync",
+               {"kvstore": "ocdbt"}),
+    SystemInfo("ts-zip", "peer", "tensorstore_sys", "TensorStoreSystem", "peers3",
+               "raw-files", "TensorStore zarr3 on zip (read-only)", "read-only",
+               {"kvstore": "zip"}),
+    SystemInfo("zarr2-lmdb", "peer", "zarr2_sys", "Zarr2System", "zarr2", "raw-lmdb",
+               "zarr-python 2 LMDBStore", "sync off while writing, env.sync() at close",
+               {"store": "lmdb"}),
+    SystemInfo("zarr2-sqlite", "peer", "zarr2_sys", "Zarr2System", "zarr2", "raw-sqlite",
+               "zarr-python 2 SQLiteStore", "autocommit per key (rollback journal)",
+               {"store": "sqlite"}),
+    SystemInfo("zarr2-directory", "peer", "zarr2_sys", "Zarr2System", "zarr2", "raw-files",
+               "zarr-python 2 DirectoryStore", "atomic per key, no fsync",
+               {"store": "directory"}),
+    SystemInfo("zarr2-zip", "peer", "zarr2_sys", "Zarr2System", "zarr2", "raw-files",
+               "zarr-python 2 ZipStore", "no fsync; overwrites append duplicates",
+               {"store": "zip"}),
+    SystemInfo("raw-memory", "raw", "raw_sys", "RawSystem", "peers3", "raw-memory",
+               "memcpy into a dict (+ numcodecs encode/decode)", "in memory",
+               {"engine": "memory"}),
+    SystemInfo("raw-files", "raw", "raw_sys", "RawSystem", "peers3", "raw-files",
+               "one plain file per chunk (+ numcodecs)", "no fsync", {"engine": "files"}),
+    SystemInfo("raw-lmdb", "raw", "raw_sys", "RawSystem", "peers3", "raw-lmdb",
+               "py-lmdb puts/gets (+ numcodecs)", "fsync per commit", {"engine": "lmdb"}),
+    SystemInfo("raw-sqlite", "raw", "raw_sys", "RawSystem", "peers3", "raw-sqlite",
+               "sqlite3 inserts/selects (+ numcodecs)", "WAL, synchronous=FULL",
+               {"engine": "sqlite"}),
+]}
+
+#: names accepted by --systems besides single system names
+GROUPS = {
+    "all": [n for n, s in SYSTEMS.items() if not s.variant],
+    "kvzarr": [n for n, s in SYSTEMS.items() if s.family == "kvzarr" and not s.variant],
+    "variants": [n for n, s in SYSTEMS.items() if s.variant],
+    "peers": [n for n, s in SYSTEMS.items() if s.family == "peer"],
+    "raw": [n for n, s in SYSTEMS.items() if s.family == "raw"],
+    "zarr3": [n for n in SYSTEMS if n.startswith("zarr3-")],
+    "zarr2": [n for n in SYSTEMS if n.startswith("zarr2-")],
+    "tensorstore": [n for n in SYSTEMS if n.startswith("ts-")],
+}
+
+
+def expand(spec: str) -> list[str]:
+    """``"kvzarr,zarr3-local"`` -> system names, in table order, without repeats."""
+    wanted: list[str] = []
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        names = GROUPS.get(part) or ([part] if part in SYSTEMS else None)
+        if names is None:
+            raise SystemExit(f"unknown system {part!r}; choose from "
+                             f"{sorted(GROUPS) + list(SYSTEMS)}")
+        wanted.extend(n for n in names if n not in wanted)
+    return [n for n in SYSTEMS if n in wanted]
+
+
+def make_system(name: str, root: Any) -> Any:
+    """An adapter instance for ``name`` keeping its data under ``root`` (imports the
+    family's module, so only in a worker)."""
+    info = SYSTEMS[name]
+    module = importlib.import_module(f"{__name__}.{info.module}")
+    return getattr(module, info.cls)(info, root)

@@ -1,0 +1,169 @@
+"""The benchmark suite (benchmarks/) cannot rot silently: its one command runs every
+workload for kvzarr at a tiny size and writes a report; its correctness checks reject a
+system that answers wrongly; its report computes the ratios it claims.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks import report
+from benchmarks.harness import CorrectnessError, check_equal
+from benchmarks.systems import SYSTEMS
+from benchmarks.systems.base import Handle
+from benchmarks.systems.kvzarr_sys import KvzarrSystem
+from benchmarks.worker import run_job
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_one_command_runs_every_workload_for_kvzarr(tmp_path):
+    out = tmp_path / "results"
+    cmd = [sys.executable, str(REPO / "benchmarks" / "run.py"), "--systems", "kvzarr-fs",
+           "--scale", "0.01", "--repeat", "1", "--budget", "0.5", "--no-chart",
+           "--peers3-python", sys.executable, "--out", str(out),
+           "--workdir", str(tmp_path / "data"), "--param", "W6.procs=[2]"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = json.loads((out / "latest.json").read_text())
+    assert [r["workload"] for r in run["results"]] == ["W1", "W2", "W3", "W4", "W5", "W6"]
+    for result in run["results"]:
+        assert result["error"] is None, (result["workload"], result["error"])
+        assert result["metrics"], result["workload"]
+        for m in result["metrics"]:
+            # a number for every repetition, or a reason why not
+            assert m["na"] or (len(m["values"]) == 1 and m["median"] > 0), m
+    w6 = {m["name"]: m for m in run["results"][-1]["metrics"]}
+    assert "lost" in w6["2 writers, shared chunks"]   # lost elements are counted
+    text = (out / "report.md").read_text()
+    for title in ("W1 bulk", "W2 small chunks", "W3 sharding", "W4 hierarchy",
+                  "W5 hyperslab", "W6 many writers", "Headline", "speed bars"):
+        assert title in text
+    assert "| kvzarr-fs | **" in text
+
+
+class _WrongOnRead(Handle):
+    """Reads one element wrong: a fast wrong answer."""
+
+    def read(self, selection):
+        out = np.array(self.array[selection], copy=True)
+        out.flat[out.size // 2] += 1
+        return out
+
+    def element(self, index):
+        return self.array[index] + 1
+
+
+class _BrokenKvzarr(KvzarrSystem):
+    def open(self, loc, name, write=False):
+        return _WrongOnRead(super().open(loc, name, write).array)
+
+
+@pytest.mark.parametrize("workload,params", [
+    ("W1", {"mib": 1, "codecs": ["uncompressed"]}),
+    ("W2", {"chunks": 100, "points": 20, "width": 10}),
+    ("W3", {"side": 256, "shard": 128, "tile": 64, "reads": 4, "writes": 4}),
+    ("W5", {"mib": 1, "codecs": ["blosc-zstd"]}),
+])
+def test_a_wrong_answer_discards_the_numbers(workload, params, tmp_path):
+    system = _BrokenKvzarr(SYSTEMS["kvzarr-memory"], tmp_path)
+    result = run_job({"system": "kvzarr-memory", "workload": workload, "params": params,
+                      "repeat": 1, "budget": 1, "workdir": str(tmp_path)}, system=system)
+    assert result["error"].startswith("WRONG ANSWER"), result["error"]
+    assert result["metrics"] == []
+
+
+def test_check_equal_is_exact():
+    a = np.array([1.0, np.nan, 3.0], dtype="float32")
+    check_equal(a.copy(), a, "nan equals nan")
+    with pytest.raises(CorrectnessError, match="1 of 3 elements differ"):
+        check_equal(np.array([1.0, np.nan, 3.5], dtype="float32"), a, "x")
+    with pytest.raises(CorrectnessError, match="shape"):
+        check_equal(a[:2], a, "x")
+
+
+def _metric(name, value, unit="MB/s", better="higher", **kw):
+    return {"name": name, "unit": unit, "better": better, "values": [value] * 3,
+            "median": value, "min": value, "max": value, "na": None, "error": None,
+            "note": "", "limit_metric": name, **kw}
+
+
+def _run(results):
+    names = ["kvzarr-fs", "kvzarr-lmdb", "zarr3-local", "zarr2-directory", "raw-files",
+             "raw-lmdb"]
+    systems = {n: {k: v for k, v in vars(SYSTEMS[n]).items() if k != "kwargs"}
+               for n in names}
+    return {"started": "test", "host": {}, "seconds": 1,
+            "args": {"repeat": 3, "scale": 1, "budget": 20}, "versions": {},
+            "systems": systems, "workloads": {"W1": {"title": "W1 bulk", "params": {}},
+                                              "W2": {"title": "W2 small", "params": {}}},
+            "results": results}
+
+
+def test_report_ratios_against_best_peer_and_raw_limit():
+    run = _run([
+        {"system": "kvzarr-fs", "workload": "W1", "error": None, "metrics": [
+            _metric("read all, uncompressed", 200.0),
+            _metric("bytes", 10.0, unit="KiB", better="lower")]},
+        {"system": "zarr3-local", "workload": "W1", "error": None, "metrics": [
+            _metric("read all, uncompressed", 100.0),
+            _metric("bytes", 40.0, unit="KiB", better="lower")]},
+        {"system": "zarr2-directory", "workload": "W1", "error": None, "metrics": [
+            _metric("read all, uncompressed", 400.0, lost=[5]),   # lost data: not best
+            _metric("bytes", 20.0, unit="KiB", better="lower")]},
+        {"system": "raw-files", "workload": "W1", "error": None, "metrics": [
+            _metric("read all, uncompressed", 800.0)]},
+        {"system": "kvzarr-lmdb", "workload": "W1", "error": "ModuleNotFoundError: lmdb",
+         "metrics": []},
+        {"system": "kvzarr-fs", "workload": "W2", "error": None, "metrics": [
+            _metric("write all", 1000.0, unit="chunks/s")]},
+        {"system": "zarr3-local", "workload": "W2", "error": None, "metrics": [
+            _metric("write all", 100.0, unit="chunks/s")]},
+    ])
+    res = report.Results(run)
+    assert res.best_peer("W1", "read all, uncompressed") == ("zarr3-local", 100.0)
+    assert res.best_peer("W1", "bytes") == ("zarr2-directory", 20.0)
+    assert res.raw_limit("kvzarr-fs", "W1", "read all, uncompressed") == ("raw-files", 800.0)
+    text = report.render(run)
+    assert "2.00× peer · 0.25× raw" in text          # 200 vs 100 and vs 800
+    # lower is better: 10 KiB against the best peer's 20 KiB is 2x better
+    assert "2.00× peer" in report.cell(res, "kvzarr-fs", "W1", "bytes", [])
+    assert "skipped" in text and "not importable" in text
+    assert "200 vs 100 = 2.00× | pass" in text        # W1 bar
+    assert "1,000 vs 100 = 10× | FAIL" in text        # W2 needs 20x
+    assert "**lost 5** elements" in text
+
+
+def test_chart_is_drawn(tmp_path):
+    pytest.importorskip("matplotlib")
+    from benchmarks.chart import draw
+    run = _run([
+        {"system": "kvzarr-fs", "workload": "W1", "error": None,
+         "metrics": [_metric("read all", 50.0), _metric("write all", 300.0)]},
+        {"system": "zarr3-local", "workload": "W1", "error": None,
+         "metrics": [_metric("read all", 100.0), _metric("write all", 100.0)]},
+    ])
+    path = tmp_path / "ratios.png"
+    draw(run, path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 10_000
+
+
+def test_raw_engine_reads_strided_selections_like_numpy():
+    from benchmarks.systems.raw_engines import MemoryKV
+    from benchmarks.systems.raw_sys import RawArray
+    data = np.arange(70 * 45, dtype="int32").reshape(70, 45)
+    for codec in ({"id": "none"}, {"id": "gzip", "level": 1}):
+        a = RawArray(MemoryKV(), "a", data.shape, "int32", (16, 10), codec)
+        a.write(Ellipsis, data)
+        for sel in [(slice(None, None, 7),), (slice(3, 69, 5), slice(2, 44, 3)), (5,),
+                    (slice(None), 44), (slice(60, 70), slice(None, None, 11))]:
+            np.testing.assert_array_equal(a.read(sel), data[sel])
+        ii, jj = np.array([0, 69, 33, 33]), np.array([44, 0, 7, 8])
+        np.testing.assert_array_equal(a.points((ii, jj)), data[ii, jj])
+        assert a.element((69, 44)) == data[69, 44]
