@@ -243,7 +243,7 @@ def render(run: dict[str, Any]) -> str:
     lines = ["# kvzarr benchmark report", "",
              f"Run {run.get('started', '?')} on {run.get('host', {}).get('cpus', '?')} CPUs "
              f"({run.get('host', {}).get('platform', '?')}), "
-             f"{run.get('seconds', 0) / 60:.1f} minutes; "
+             f"{run.get('seconds', 0) / 60:.1f} minutes, kvzarr at {run.get('source', '?')}; "
              f"repeat {run['args'].get('repeat')}, scale {run['args'].get('scale')}, "
              f"time budget {run['args'].get('budget')} s per loop of small operations.", "",
              "Versions: " + "; ".join(f"{k}: " + ", ".join(f"{n} {v}" for n, v in d.items())

@@ -48,7 +48,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "zarr3, zarr2, tensorstore (default: all)")
     p.add_argument("--scale", type=float, default=1.0, help="size factor for every workload")
     p.add_argument("--repeat", type=int, default=3, help="repetitions per metric (>= 1)")
-    p.add_argument("--budget", type=float, default=10.0,
+    p.add_argument("--budget", type=float, default=5.0,
                    help="seconds one loop of small operations may take before it stops "
                         "and reports the rate of what it ran")
     p.add_argument("--param", action="append", default=[], metavar="Wn.name=value",
@@ -140,6 +140,19 @@ def run_job(py: str, job: dict, timeout: float) -> dict:
             "traceback": "\n".join(lines[-15:]), "seconds": time.perf_counter() - t0}
 
 
+def source_state() -> str:
+    """The commit of the checkout being measured, '+ changes' when kvzarr/ differs."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE.parent,
+                              capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "kvzarr"],
+                               cwd=HERE.parent, capture_output=True, text=True,
+                               timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (head or "unknown") + (" + uncommitted changes" if dirty else "")
+
+
 def summarize(result: dict) -> str:
     parts = []
     for m in result.get("metrics", []):
@@ -204,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     run = {"started": started.strftime("%Y-%m-%d %H:%M UTC"),
            "host": {"cpus": os.cpu_count(), "platform": platform.platform(),
                     "machine": platform.machine()},
+           "source": source_state(),
            "args": {"repeat": args.repeat, "scale": args.scale, "budget": args.budget,
                     "params": args.param, "systems": systems, "workloads": workloads},
            "versions": {e: envs.versions(py) for e, py in pythons.items()},

@@ -38,7 +38,7 @@ def run_job(job: dict[str, Any], system: Any = None) -> dict[str, Any]:
     if float(job.get("scale", 1.0)) != 1.0:
         params = workload.scaled(params, float(job["scale"]))
     params.update(job.get("params", {}))
-    rec = Recorder(budget=float(job.get("budget", 10)))
+    rec = Recorder(budget=float(job.get("budget", 5)))
     root = Path(tempfile.mkdtemp(prefix=f"{job['system']}-{job['workload']}-",
                                  dir=job.get("workdir")))
     out: dict[str, Any] = {"system": job["system"], "workload": job["workload"],
