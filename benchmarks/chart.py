@@ -79,9 +79,10 @@ def draw(run: dict[str, Any], path: Path) -> None:
                 y = y0 + 0.4 - (j + 0.5) * bar_h
                 r = ratios[s]
                 lost = res.lost(s, wl, metric)
+                r = max(r, 0.006)   # off the axis on the left: drawn at its edge
                 ax.barh(y, r, height=bar_h * 0.9, color=COLORS.get(s, "#333"),
                         hatch="///" if lost else None, edgecolor="white" if lost else None)
-                ax.text(r * 1.08, y, fmt_ratio(r) + (" LOST DATA" if lost else ""),
+                ax.text(r * 1.08, y, fmt_ratio(ratios[s]) + (" LOST DATA" if lost else ""),
                         va="center", fontsize=7.5, color="#b00" if lost else "black")
         ax.set_xscale("log")
         ax.set_xlim(0.005, 400)

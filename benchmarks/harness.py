@@ -10,6 +10,7 @@ say how many of their operations they ran, so one slow system cannot stall the s
 from __future__ import annotations
 
 import gc
+import os
 import statistics
 import time
 from collections.abc import Callable, Iterable
@@ -116,8 +117,16 @@ class Recorder:
         return [m.summary() for m in self.metrics.values()]
 
 
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+def settle() -> None:
+    """Start each timed operation from the same state: earlier writes flushed to disk
+    (else the kernel makes whoever comes next pay for them) and garbage collected."""
+    if hasattr(os, "sync"):
+        os.sync()
     gc.collect()
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    settle()
     t0 = time.perf_counter()
     result = fn()
     return time.perf_counter() - t0, result
@@ -127,7 +136,7 @@ def budget_loop(items: Iterable[Any], fn: Callable[[Any], Any],
                 budget: float) -> tuple[int, float, list[Any]]:
     """(operations run, seconds, their results); stops once ``budget`` seconds pass.
     The clock is read every operation: cheap next to any store operation."""
-    gc.collect()
+    settle()
     results = []
     clock = time.perf_counter
     t0 = clock()

@@ -17,19 +17,21 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2),
-                          thread_name_prefix="raw-engine")
+                          thread_name_prefix="raw-codec")
+#: file writes wait on the kernel more than on the CPU: more of them in flight
+IO_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="raw-files")
 #: below this many bytes in a batch, threads cost more than they save
 PARALLEL_BYTES = 512 * 1024
 
 
-def parallel_map(fn, items: Sequence, nbytes: int) -> list:
+def parallel_map(fn, items: Sequence, nbytes: int, pool: ThreadPoolExecutor = POOL) -> list:
     """``[fn(x) for x in items]``, split into one slice per pool thread when the batch
     is big enough to pay for threads (one future per slice, not per item)."""
-    n = POOL._max_workers
+    n = pool._max_workers
     if len(items) < 2 or nbytes < PARALLEL_BYTES:
         return [fn(x) for x in items]
     step = -(-len(items) // n)
-    parts = POOL.map(lambda part: [fn(x) for x in part],
+    parts = pool.map(lambda part: [fn(x) for x in part],
                      [items[i:i + step] for i in range(0, len(items), step)])
     return [y for part in parts for y in part]
 
@@ -119,9 +121,10 @@ class FilesKV(KV):
                 os.makedirs(os.path.join(self.root, parent), exist_ok=True)
                 self._dirs.add(parent)
         # files: several in flight even when small, the kernel work releases the GIL
-        parallel_map(self._write, items, PARALLEL_BYTES * (len(items) >= 8))
+        parallel_map(self._write, items, PARALLEL_BYTES * (len(items) >= 8), IO_POOL)
 
     def get_many(self, keys):
+        # reads from the page cache are CPU work: one thread per core is fastest here
         return parallel_map(self._read, keys, PARALLEL_BYTES * (len(keys) >= 8))
 
     def children(self, prefix):
