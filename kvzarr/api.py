@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .array import Array, build_pipeline
+from .array import Array
 from .chunk_io import ArrayConfig
 from .creation import build_array_metadata
 from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError
@@ -96,20 +96,15 @@ def create_array(store: Any = None, *, name: str | None = None, shape: Any = Non
         dimension_names=dimension_names, attributes=attributes,
         chunk_key_encoding=chunk_key_encoding)
     cfg = _config(config, write_empty_chunks)
-    pipeline = build_pipeline(metadata, cfg)  # validates codecs before anything is written
-    metadata = _with_codecs(metadata, pipeline.codecs)
+    # The Array builds and validates the codec pipeline before anything is written, and
+    # its metadata carries the codecs with their defaults filled in.
+    array = Array(store, path, metadata, config=cfg)
     with store.transaction():
         _prepare_node_path(store, path, overwrite)
-        store.set(metadata_key(path), metadata.to_bytes())
-        array = Array(store, path, metadata, config=cfg)
+        store.set(metadata_key(path), array.metadata.to_bytes())
         if data is not None:
             array[...] = data
     return array
-
-
-def _with_codecs(metadata: ArrayMetadata, codecs: tuple[Any, ...]) -> ArrayMetadata:
-    from dataclasses import replace
-    return replace(metadata, codecs=tuple(codecs))
 
 
 def create_group(store: Any = None, *, path: str | None = None,

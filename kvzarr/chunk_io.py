@@ -181,15 +181,16 @@ class ChunkIO:
                 batch.append(p)
                 batch_bytes += self._nbytes(p)
                 if batch_bytes >= _WRITE_BATCH_BYTES:
-                    self._write_batch(batch, values)
+                    self._write_batch(batch, batch_bytes, values)
                     batch, batch_bytes = [], 0
             if batch:
-                self._write_batch(batch, values)
+                self._write_batch(batch, batch_bytes, values)
 
     def _nbytes(self, p: ChunkProjection) -> int:
         return math.prod(self.spec(p.chunk_coords).shape) * max(self.dtype.itemsize, 8)
 
-    def _write_batch(self, batch: list[ChunkProjection], values: np.ndarray) -> None:
+    def _write_batch(self, batch: list[ChunkProjection], batch_bytes: int,
+                     values: np.ndarray) -> None:
         need_old = [p for p in batch if not p.is_complete_chunk]
         olds = dict(zip((self.key(p.chunk_coords) for p in need_old),
                         self.store.get_many([self.key(p.chunk_coords) for p in need_old])))
@@ -214,7 +215,7 @@ class ChunkIO:
                 self.store.set(key, encoded)
             return None
 
-        results = _run(work, batch, parallel=sum(map(self._nbytes, batch)) >= _POOL_MIN_BYTES
+        results = _run(work, batch, parallel=batch_bytes >= _POOL_MIN_BYTES
                        or (direct and len(batch) > 1))
         results = [r for r in results if r is not None]
         puts = [(k, v) for k, v in results if v is not None]
