@@ -44,6 +44,7 @@ from ..errors import (ConflictError, InvalidKeyError, StoreError, StoreFullError
                       UnsupportedOperationError)
 from .base import Capabilities, Store
 from .keys import check_key, prefix_successor
+from .process import current_pid
 from .overlay import DELETED, merged_keys
 from .zipformat import (SIG_EOCD64, ZIP64_LIMIT, ArchiveFile, ArchiveWriter, Member,
                         copy_member, dos_datetime, read_directory, write_directory,
@@ -107,7 +108,7 @@ class ZipStore(Store):
         self.compresslevel = compresslevel
         self.fsync = fsync
         self.lock_timeout = lock_timeout
-        self._pid = os.getpid()
+        self._pid = current_pid()
         self._mutex = threading.Lock()       # one writing thread of this process at a time
         self._load_lock = threading.Lock()
         self._lock_fd: int | None = None
@@ -154,8 +155,8 @@ class ZipStore(Store):
 
     def _check_fork(self) -> None:
         """After fork the child owns neither the parent's lock nor its thread state."""
-        if self._pid != os.getpid():
-            self._pid, self._lock_fd, self._archive = os.getpid(), None, None
+        if self._pid != current_pid():
+            self._pid, self._lock_fd, self._archive = current_pid(), None, None
             self._mutex = threading.Lock()
             self._load_lock = threading.Lock()
 
@@ -390,7 +391,7 @@ class ZipStore(Store):
                 _unlink_quietly(Path(entry.path))
 
     def _close(self) -> None:
-        if self._lock_fd is not None and self._pid == os.getpid():
+        if self._lock_fd is not None and self._pid == current_pid():
             os.close(self._lock_fd)
         self._lock_fd = None
         if self._archive is not None and self._archive.file is not None:

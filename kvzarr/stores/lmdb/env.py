@@ -12,7 +12,15 @@ process, and closing a second handle drops them) and using it across ``fork()``.
   while no transaction of this process is open: :class:`_Gate` counts them;
 * writers of this process are serialised by a thread lock, writers of all processes by
   ``flock`` on the data file, held for a whole write transaction so that a transaction
-  that must grow the map can abort, grow and replay without another writer getting in.
+  that must grow the map can abort, grow and replay without another writer getting in;
+* with ``write_map`` (LMDB's ``MDB_WRITEMAP``: a writer changes pages in the shared map
+  instead of copying them into the file at commit) LMDB sets the file's length to the
+  map size whenever it maps. Two rules keep that safe: every map change of every kvzarr
+  process happens under ``flock`` on the lock file and never makes the file shorter
+  (a shorter file under another process's writes would kill it with SIGBUS), and the
+  file is backed by allocated disk blocks before it is mapped longer (a write through
+  the map into a hole on a full disk is a SIGBUS too, not an error). Where the blocks
+  cannot be allocated, the process writes through the file instead (no write map).
 
 Every py-lmdb exception becomes a kvzarr error in :func:`_translate`, and only there.
 """
@@ -29,11 +37,21 @@ from typing import Any, Iterator
 import lmdb
 
 from ...errors import ReadOnlyError, StoreConfigError, StoreError, StoreFullError
+from ..process import current_pid
 
 try:
     import fcntl
 except ImportError:  # Windows: no flock; replays are still checked, see _Writer
     fcntl = None  # type: ignore[assignment]
+
+#: disk space left free when allocating the map
+_FREE_MARGIN = 64 << 20
+
+#: the most of an existing file's holes that opening it with a write map fills
+_SPARSE_LIMIT = 64 << 20
+
+#: the most the map grows by at once (unless one transaction needs more)
+_GROW_STEP = 1 << 30
 
 #: Durability names -> (sync, metasync) flags of LMDB.
 DURABILITY = {"full": (True, True), "relaxed": (True, False), "none": (False, False)}
@@ -112,7 +130,7 @@ class _Gate:
         self._mine.n -= 1
         with self._cond:
             self._active -= 1
-            if not self._active:
+            if not self._active and self._resizing:   # only a resize waits for zero
                 self._cond.notify_all()
 
     @contextmanager
@@ -140,8 +158,12 @@ class SharedEnv:
 
     def __init__(self, path: str, *, subdir: bool, read_only: bool, lock: bool,
                  durability: str, map_size_start: int, map_size_max: int,
-                 max_readers: int) -> None:
+                 max_readers: int, write_map: bool) -> None:
         self.path = path
+        self.write_map_option = write_map
+        #: MDB_WRITEMAP in use (needs a way to allocate blocks and a sparse-file OS)
+        self.write_map = (write_map and not read_only and sys.platform.startswith("linux")
+                          and hasattr(os, "posix_fallocate"))
         self.subdir = subdir
         self.read_only = read_only
         self.lock = lock
@@ -150,6 +172,8 @@ class SharedEnv:
         self.map_size_max = map_size_max
         self.max_readers = max_readers
         self.data_file = os.path.join(path, "data.mdb") if subdir else path
+        self.lock_file = os.path.join(path, "lock.mdb") if subdir else path + "-lock"
+        self._map_lock_fd: int | None = None
         self.refs = 0
         #: bumped on every (re)open; transactions remember it to detect a stale env
         self.generation = 0
@@ -159,23 +183,12 @@ class SharedEnv:
     # -- opening, forks ------------------------------------------------------------------
 
     def _open(self) -> None:
-        sync, metasync = DURABILITY[self.durability]
         try:
-            for attempt in range(20):
-                # Start with room beyond the data file, so the map covers what other
-                # processes wrote (they can still grow it while this opens: retry).
-                map_size = min(self.map_size_max,
-                               max(self.map_size_start, 2 * _size_of(self.data_file)))
-                try:
-                    self.env = lmdb.open(
-                        self.path, subdir=self.subdir, readonly=self.read_only,
-                        lock=self.lock, sync=sync, metasync=metasync, map_size=map_size,
-                        max_readers=self.max_readers, max_dbs=0, max_spare_txns=0,
-                        create=not self.read_only)
-                    break
-                except lmdb.MapResizedError:
-                    if attempt == 19:
-                        raise
+            if not self._open_env() and self.write_map:
+                # No disk blocks for the map (full disk): write through the file instead.
+                self.env.close()
+                self.write_map = False
+                self._open_env()
             try:
                 if self.lock:
                     self.env.reader_check()    # clear slots of readers that died
@@ -186,9 +199,83 @@ class SharedEnv:
                 raise
         except lmdb.Error as e:
             raise _translate(e, path=self.path) from e
-        self.pid = os.getpid()
+        self.pid = current_pid()
         self.generation += 1
         self._reset_sync()
+
+    def _open_env(self) -> bool:
+        """Open ``self.env``; False if the write map could not be backed by disk blocks."""
+        sync, metasync = DURABILITY[self.durability]
+        with self._map_change():
+            for attempt in range(20):
+                # Without a write map the file holds just the data: start with room
+                # beyond it, so the map covers what other processes write meanwhile
+                # (they can still grow it while this opens: retry). With one, the file
+                # is as long as the last map already.
+                size = _size_of(self.data_file)
+                room = size if self.write_map else 2 * size
+                map_size = min(self.map_size_max, max(self.map_size_start, room))
+                try:
+                    self.env = lmdb.open(
+                        self.path, subdir=self.subdir, readonly=self.read_only,
+                        lock=self.lock, sync=sync, metasync=metasync,
+                        map_size=max(map_size, size), writemap=self.write_map,
+                        meminit=False, max_readers=self.max_readers, max_dbs=0,
+                        max_spare_txns=0, create=not self.read_only)
+                    break
+                except lmdb.MapResizedError:
+                    if attempt == 19:
+                        raise
+            # A file mostly made of holes was written by another program's write map
+            # (zarr-python 2 maps 1 TiB): write through the file rather than fill them.
+            return not self.write_map or self._allocate(self.env.info()["map_size"], size,
+                                                        at_most=_SPARSE_LIMIT)
+
+    @contextmanager
+    def _map_change(self) -> Iterator[None]:
+        """Hold the inter-process lock under which write-map processes change the map
+        size (and with it the file's length). Others need none: they never set it."""
+        if not self.write_map or not self.lock or fcntl is None:
+            yield
+            return
+        try:
+            if self._map_lock_fd is None:
+                self._map_lock_fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT
+                                            | getattr(os, "O_CLOEXEC", 0), 0o644)
+            fcntl.flock(self._map_lock_fd, fcntl.LOCK_EX)
+        except OSError as e:
+            raise _translate(e, path=self.path) from e
+        try:
+            yield
+        finally:
+            fcntl.flock(self._map_lock_fd, fcntl.LOCK_UN)
+
+    def _allocate(self, size: int, old_size: int, at_most: int | None = None) -> bool:
+        """Back the first ``size`` bytes of the data file with disk blocks; on failure
+        (full disk, or more than ``at_most`` bytes to allocate) give the file back its
+        ``old_size`` and return False."""
+        try:
+            fd = os.open(self.data_file, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return False
+        try:
+            # Never try what cannot fit: a failed fallocate may keep what it allocated.
+            missing = size - os.fstat(fd).st_blocks * 512
+            free = os.statvfs(self.data_file)
+            if (missing > free.f_bavail * free.f_frsize - _FREE_MARGIN
+                    or at_most is not None and missing > at_most):
+                return False
+            os.posix_fallocate(fd, 0, size)
+            return True
+        except OSError:
+            try:
+                if os.fstat(fd).st_size > old_size:
+                    os.ftruncate(fd, old_size)
+            except OSError:
+                pass
+            return False
+        finally:
+            os.close(fd)
 
     def _reset_sync(self) -> None:
         self.gate = _Gate()
@@ -197,7 +284,7 @@ class SharedEnv:
 
     def check_fork(self) -> None:
         """Reopen the environment in a child process before it is used there."""
-        if os.getpid() != self.pid:
+        if current_pid() != self.pid:
             self._reopen_after_fork()
 
     def _reopen_after_fork(self) -> None:
@@ -218,6 +305,9 @@ class SharedEnv:
         if self._lock_fd is not None:
             _close_quietly(self._lock_fd)   # our copy only; the parent keeps its flock
             self._lock_fd = None
+        if self._map_lock_fd is not None:
+            _close_quietly(self._map_lock_fd)
+            self._map_lock_fd = None
         if self.gate.active:
             return False
         try:
@@ -260,8 +350,21 @@ class SharedEnv:
             self.gate.leave()
 
     def adopt_map_size(self) -> None:
-        with self.gate.exclusive():
-            self.env.set_mapsize(0)
+        with self.gate.exclusive(), self._map_change():
+            self._adopt()
+
+    def _adopt(self) -> None:
+        """Map what other processes have grown the map to."""
+        if not self.write_map:
+            self.env.set_mapsize(0)        # the size in the last commit
+            return
+        # The last commit's size may be below the file's length (a process that grew
+        # it has not committed yet): never map, and so cut the file, shorter.
+        info = self.env.info()
+        needed = (info["last_pgno"] + 1) * self.psize
+        target = max(info["map_size"], needed, _size_of(self.data_file))
+        if target != info["map_size"]:
+            self.env.set_mapsize(target)
 
     def lacks_room(self, size: int) -> bool:
         """Whether ``size`` more bytes may not fit in the map (and it can still grow)."""
@@ -273,13 +376,16 @@ class SharedEnv:
     def grow(self, pending: int) -> None:
         """Enlarge the map for a write that did not fit. ``pending`` estimates the bytes
         the retried transaction writes. Raises StoreFullError at ``map_size_max``."""
-        with self.gate.exclusive():
+        with self.gate.exclusive(), self._map_change():
             before = self.env.info()["map_size"]
-            self.env.set_mapsize(0)        # take what other processes have grown to
+            self._adopt()                  # take what other processes have grown to
             info = self.env.info()
             current = info["map_size"]
             used = (info["last_pgno"] + 1) * self.psize
-            want = max(2 * before, used + 2 * pending + (1 << 20), current)
+            # Double, but by at most _GROW_STEP at a time: with a write map the whole
+            # map is allocated on disk.
+            want = max(before + min(before, _GROW_STEP), used + 2 * pending + (1 << 20),
+                       current)
             target = min(self.map_size_max, want)
             if target <= before:
                 raise StoreFullError(
@@ -287,6 +393,10 @@ class SharedEnv:
                     "nothing of the failed transaction was written", path=self.path,
                     hint="open the store with a larger map_size_max")
             if target != current:
+                if self.write_map and not self._allocate(target, _size_of(self.data_file)):
+                    raise StoreFullError(
+                        "no space left on device to grow the LMDB map; nothing of the "
+                        "failed transaction was written", path=self.path)
                 self.env.set_mapsize(target)
 
     # -- the inter-process writer lock ---------------------------------------------------
@@ -315,13 +425,16 @@ class SharedEnv:
     # -- lifecycle -----------------------------------------------------------------------
 
     def close(self) -> None:
-        if os.getpid() != self.pid:
+        if current_pid() != self.pid:
             self._drop_inherited()
             return
         self.env.close()
         if self._lock_fd is not None:
             _close_quietly(self._lock_fd)
             self._lock_fd = None
+        if self._map_lock_fd is not None:
+            _close_quietly(self._map_lock_fd)
+            self._map_lock_fd = None
 
 
 def _size_of(path: str) -> int:
@@ -355,11 +468,12 @@ def acquire(path: str, **options: Any) -> SharedEnv:
                 raise StoreError(
                     "this LMDB file is already open read-only in this process",
                     path=path, hint="close the read-only store first")
-            for name in ("durability", "lock"):
-                if options[name] != getattr(shared, name):
+            for name, attr in (("durability", "durability"), ("lock", "lock"),
+                               ("write_map", "write_map_option")):
+                if options[name] != getattr(shared, attr):
                     raise StoreConfigError(
                         f"this LMDB file is already open in this process with "
-                        f"{name}={getattr(shared, name)!r}", path=path, field=name)
+                        f"{name}={getattr(shared, attr)!r}", path=path, field=name)
         else:
             shared = SharedEnv(path, **options)
             _registry[key] = shared

@@ -29,6 +29,7 @@ import lmdb
 from ...byteranges import ByteRequest, apply_byte_request
 from ...errors import ConflictError, KvzarrError, StoreConfigError, StoreError
 from ..base import Capabilities, Store
+from ..process import current_pid
 from . import env as _env
 from . import keymap
 from .env import DURABILITY, SharedEnv, _translate
@@ -71,15 +72,20 @@ class LMDBStore(Store):
     max_key_bytes = None
 
     def __init__(self, path: str | os.PathLike, *, read_only: bool = False,
-                 durability: str = "full", map_size_start: int = 64 << 20,
+                 durability: str = "full", map_size_start: int = 1 << 20,
                  map_size_max: int | None = None, lock: bool = True,
-                 subdir: bool | None = None, max_readers: int = 126) -> None:
+                 subdir: bool | None = None, max_readers: int = 126,
+                 write_map: bool = True) -> None:
         """``durability``: ``"full"`` (default: every commit is on disk when it returns),
         ``"relaxed"`` (a power loss may undo the last commits, never corrupts) or
         ``"none"`` (no fsync; see stores/lmdb.md). ``map_size_start``: the first map
-        size in bytes; it doubles on demand up to ``map_size_max`` (1 TiB on 64-bit).
+        size in bytes; it doubles on demand (by at most 1 GiB a step) up to
+        ``map_size_max`` (1 TiB on 64-bit).
         ``lock=False`` turns LMDB's locking off: only for a file no other process uses.
-        ``subdir``: None detects it (an existing directory is a directory environment)."""
+        ``subdir``: None detects it (an existing directory is a directory environment).
+        ``write_map``: on Linux, write through LMDB's shared map (``MDB_WRITEMAP``, the
+        file's blocks allocated before they are mapped) instead of copying each page
+        into the file at commit; see stores/lmdb.md."""
         super().__init__(read_only=read_only)
         self.path = os.fspath(path)
         if durability not in DURABILITY:
@@ -108,7 +114,8 @@ class LMDBStore(Store):
         self.durability = durability
         self._options = dict(read_only=read_only, durability=durability,
                              map_size_start=map_size_start, map_size_max=map_size_max,
-                             lock=lock, subdir=subdir, max_readers=max_readers)
+                             lock=lock, subdir=subdir, max_readers=max_readers,
+                             write_map=bool(write_map))
         if not lock:
             self.capabilities = dataclasses.replace(type(self).capabilities,
                                                     multi_process=False)
@@ -120,12 +127,12 @@ class LMDBStore(Store):
         if self._closed:
             raise StoreError("the store is closed", path=self.path)
         shared = self._shared
-        if os.getpid() != shared.pid:
+        if current_pid() != shared.pid:
             shared.check_fork()
         return shared
 
     def _live(self, h: _Txn) -> Any:
-        if h.txn is None or h.pid != os.getpid() or h.generation != h.shared.generation:
+        if h.txn is None or h.pid != current_pid() or h.generation != h.shared.generation:
             raise StoreError("this transaction can no longer be used (it failed, or the "
                              "process forked inside it)", path=self.path)
         return h.txn
@@ -230,7 +237,7 @@ class LMDBStore(Store):
             raise
 
     def _commit(self, h: _Txn) -> None:
-        if h.pid != os.getpid():
+        if h.pid != current_pid():
             raise StoreError("a transaction begun before fork() cannot be committed in the "
                              "child; nothing of it was written", path=self.path)
         if not h.write:
@@ -254,7 +261,7 @@ class LMDBStore(Store):
             h.shared.release_writer()
 
     def _abort(self, h: _Txn) -> None:
-        if h.pid != os.getpid():
+        if h.pid != current_pid():
             return   # the parent's transaction: leave it alone
         try:
             self._finish(h, commit=False)
