@@ -22,6 +22,7 @@ import numpy as np
 
 from .byteranges import ByteRequest, RangeRequest, coalesce_ranges
 from .codecs.base import ChunkArraySpec
+from .codecs.bytes import BytesCodec
 from .codecs.pipeline import CodecPipeline
 from .errors import ChunkNotFoundError
 from .indexing import ChunkProjection, CoordinateIndexer, Indexer, MaskIndexer, prepare_value
@@ -35,6 +36,9 @@ _POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2),
 _POOL_MIN_BYTES = 512 * 1024
 #: raw bytes of chunks encoded before they are handed to the store in one set_many
 _WRITE_BATCH_BYTES = 64 * 1024 * 1024
+#: raw bytes of whole chunks encoded before a write transaction begins (the rest of a
+#: bigger write is encoded inside it, batch by batch)
+_AHEAD_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,10 @@ class ChunkIO:
         # every chunk of a regular grid has the same codec shape
         self._regular_spec = (self._base_spec.with_shape(self.grid.chunk_shape)
                               if self.grid.is_regular else None)
+        # the chunk's bytes are its elements (the bytes codec alone): encoding is a copy
+        self._plain = (not pipeline.array_array and not pipeline.bytes_bytes
+                       and isinstance(pipeline.array_bytes, BytesCodec))
+        self._fill_encoded: bytes | None = None
 
     def key(self, coords: Sequence[int]) -> str:
         return self.prefix + self._encode_key(coords)
@@ -133,7 +141,7 @@ class ChunkIO:
                     self._read_part(p, out)
             total = sum(len(v) for v in values if v is not None)
             _run(lambda item: self._decode_one(*item, out), list(zip(whole, values)),
-                 parallel=total >= _POOL_MIN_BYTES)
+                 parallel=self._parallel(total))
         return out.reshape(indexer.shape)
 
     def _read_part(self, p: ChunkProjection, out: np.ndarray) -> None:
@@ -170,8 +178,15 @@ class ChunkIO:
         if not projections:
             return
         pointwise = isinstance(indexer, (CoordinateIndexer, MaskIndexer))
+        ready: list[tuple[str, bytes | None]] = []
+        if self.store.capabilities.transactional:
+            # Whole chunks do not depend on what is stored: encode them before the write
+            # transaction, so the store's writer lock is held for the puts and the commit
+            # only, and writers in other processes compress at the same time.
+            ready, projections = self._encode_ahead(projections, values)
         partial = self.pipeline.supports_partial
         with self.store.transaction():
+            self._store_encoded(ready)
             batch: list[ChunkProjection] = []
             batch_bytes = 0
             for p in projections:
@@ -189,6 +204,62 @@ class ChunkIO:
     def _nbytes(self, p: ChunkProjection) -> int:
         return math.prod(self.spec(p.chunk_coords).shape) * max(self.dtype.itemsize, 8)
 
+    def _encode_ahead(self, projections: list[ChunkProjection], values: np.ndarray
+                      ) -> tuple[list[tuple[str, bytes | None]], list[ChunkProjection]]:
+        """Encode the whole chunks among ``projections`` (up to ``_AHEAD_BYTES`` of them);
+        return (key, bytes or None to erase) pairs and the projections left to do."""
+        ahead: list[ChunkProjection] = []
+        rest: list[ChunkProjection] = []
+        total = 0
+        for p in projections:
+            if p.is_complete_chunk and total < _AHEAD_BYTES:
+                ahead.append(p)
+                total += self._nbytes(p)
+            else:
+                rest.append(p)
+        if not ahead:
+            return [], rest
+
+        def work(p: ChunkProjection) -> tuple[str, bytes | None]:
+            spec = self.spec(p.chunk_coords)
+            return self.key(p.chunk_coords), self._encode_chunk(
+                self._merged_chunk(p, spec, "", None, values), spec)
+
+        return _run(work, ahead, parallel=self._parallel(total)), rest
+
+    def _store_encoded(self, items: list[tuple[str, bytes | None]]) -> None:
+        puts = [(k, v) for k, v in items if v is not None]
+        erases = [k for k, v in items if v is None]
+        if puts:
+            self.store.set_many(puts)
+        if erases:
+            self.store.erase_values(erases)
+
+    def _parallel(self, nbytes: int) -> bool:
+        """Whether encoding or decoding ``nbytes`` is worth the thread pool: only with a
+        codec that does real work (copying bytes costs less than handing them over)."""
+        return nbytes >= _POOL_MIN_BYTES and not self._plain
+
+    def _encode_chunk(self, chunk: np.ndarray, spec: ChunkArraySpec) -> bytes | None:
+        """The bytes to store for ``chunk``, or None if it is the fill value (and empty
+        chunks are not written)."""
+        if self._plain and spec is self._regular_spec:
+            # Plain bytes: compare the encoding with the fill chunk's (a memcmp).
+            data = self.pipeline.encode(chunk, spec)
+            if not self.config.write_empty_chunks and data == self._fill_bytes():
+                return None
+            return data
+        if (not self.config.write_empty_chunks
+                and self.metadata.data_type.is_fill(chunk, self.metadata.fill_value)):
+            return None
+        return self.pipeline.encode(chunk, spec)
+
+    def _fill_bytes(self) -> bytes | None:
+        if self._fill_encoded is None:
+            spec = self._regular_spec
+            self._fill_encoded = self.pipeline.encode(self.fill_chunk(spec), spec)
+        return self._fill_encoded
+
     def _write_batch(self, batch: list[ChunkProjection], batch_bytes: int,
                      values: np.ndarray) -> None:
         need_old = [p for p in batch if not p.is_complete_chunk]
@@ -202,11 +273,8 @@ class ChunkIO:
         def work(p: ChunkProjection) -> tuple[str, bytes | None] | None:
             spec = self.spec(p.chunk_coords)
             key = self.key(p.chunk_coords)
-            chunk = self._merged_chunk(p, spec, key, olds.get(key), values)
-            encoded = None
-            if (self.config.write_empty_chunks
-                    or not self.metadata.data_type.is_fill(chunk, self.metadata.fill_value)):
-                encoded = self.pipeline.encode(chunk, spec)
+            encoded = self._encode_chunk(
+                self._merged_chunk(p, spec, key, olds.get(key), values), spec)
             if not direct:
                 return key, encoded
             if encoded is None:
@@ -215,15 +283,9 @@ class ChunkIO:
                 self.store.set(key, encoded)
             return None
 
-        results = _run(work, batch, parallel=batch_bytes >= _POOL_MIN_BYTES
+        results = _run(work, batch, parallel=self._parallel(batch_bytes)
                        or (direct and len(batch) > 1))
-        results = [r for r in results if r is not None]
-        puts = [(k, v) for k, v in results if v is not None]
-        erases = [k for k, v in results if v is None]
-        if puts:
-            self.store.set_many(puts)
-        if erases:
-            self.store.erase_values(erases)
+        self._store_encoded([r for r in results if r is not None])
 
     def _merged_chunk(self, p: ChunkProjection, spec: ChunkArraySpec, key: str,
                       old: bytes | None, values: np.ndarray) -> np.ndarray:
