@@ -28,6 +28,7 @@ Every py-lmdb exception becomes a kvzarr error in :func:`_translate`, and only t
 from __future__ import annotations
 
 import errno
+import mmap
 import os
 import sys
 import threading
@@ -192,7 +193,18 @@ class SharedEnv:
             try:
                 if self.lock:
                     self.env.reader_check()    # clear slots of readers that died
-                self.db = self.env.open_db()
+                self.psize = mmap.PAGESIZE    # LMDB's page size; stat() below confirms
+                for attempt in range(20):
+                    try:
+                        # opening the database begins a transaction: another process
+                        # may have grown the file since it was mapped
+                        self.db = self.env.open_db()
+                        break
+                    except lmdb.MapResizedError:
+                        if attempt == 19:
+                            raise
+                        with self._map_change():
+                            self._adopt()
                 self.psize = self.env.stat()["psize"]
             except BaseException:
                 self.env.close()
