@@ -8,6 +8,8 @@ chunks), resize and attribute change runs in one store transaction.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from dataclasses import replace
 from typing import Any
@@ -23,14 +25,49 @@ from .indexing import (BasicIndexer, BlockIndexer, CoordinateIndexer, Indexer, M
 from .metadata.v3 import ArrayMetadata
 from .grid import chunk_grid_to_json
 from .node import Node
+from .point_reads import PointReader
 from .stores.base import Store
+
+_DEFAULT_CONFIG = ArrayConfig()
+
+#: (ids of the codecs, id of the data type, codec shapes) -> (the objects whose ids are in
+#: the key, evolved pipeline, evolved codecs or None); holding the objects keeps their ids
+#: from being reused
+_EVOLVED: dict[tuple[Any, ...], tuple[Any, CodecPipeline, tuple[Any, ...] | None]] = {}
+_EVOLVED_MAX = 256
 
 
 def build_pipeline(metadata: ArrayMetadata, config: ArrayConfig) -> CodecPipeline:
     """The array's codec pipeline with chunk-dependent defaults filled and validated
     against every distinct codec shape of the grid."""
+    return _pipeline_for(metadata, config)[0]
+
+
+def _pipeline_for(metadata: ArrayMetadata, config: ArrayConfig
+                  ) -> tuple[CodecPipeline, tuple[Any, ...] | None]:
+    """:func:`build_pipeline`, and the evolved codecs when they differ from the
+    metadata's (else None). Arrays whose metadata holds the same (immutable, memoized)
+    codec and data type objects share the result: evolving and validating depend on
+    nothing else than those and the codec shapes."""
+    shapes = tuple(_distinct_codec_shapes(metadata))
+    codecs, data_type = metadata.codecs, metadata.data_type
+    key = (*map(id, codecs), id(data_type), shapes)
+    hit = _EVOLVED.get(key)
+    if hit is None:
+        pipeline = _evolve_pipeline(metadata, config, shapes)
+        evolved = pipeline.codecs
+        changed = len(evolved) != len(codecs) or any(
+            a is not b for a, b in zip(evolved, codecs))
+        hit = ((codecs, data_type), pipeline, evolved if changed else None)
+        if len(_EVOLVED) >= _EVOLVED_MAX:
+            _EVOLVED.clear()
+        _EVOLVED[key] = hit
+    return hit[1], hit[2]
+
+
+def _evolve_pipeline(metadata: ArrayMetadata, config: ArrayConfig,
+                     shapes: tuple[tuple[int, ...], ...]) -> CodecPipeline:
     pipeline = CodecPipeline(metadata.codecs)
-    shapes = _distinct_codec_shapes(metadata)
     evolved = None
     for shape in shapes:
         spec = ChunkArraySpec(shape, metadata.data_type, metadata.fill_value,
@@ -42,9 +79,8 @@ def build_pipeline(metadata: ArrayMetadata, config: ArrayConfig) -> CodecPipelin
 
 
 def _distinct_codec_shapes(metadata: ArrayMetadata) -> list[tuple[int, ...]]:
-    import itertools
-    per_dim = [tuple(d.unique_edge_lengths) for d in metadata.chunk_grid.dimensions]
-    return [tuple(s) for s in itertools.product(*per_dim)]
+    return list(itertools.product(*(d.unique_edge_lengths
+                                    for d in metadata.chunk_grid.dimensions)))
 
 
 class Array(Node):
@@ -53,15 +89,21 @@ class Array(Node):
     def __init__(self, store: Store, path: str, metadata: ArrayMetadata, *,
                  read_only: bool = False, config: ArrayConfig | None = None) -> None:
         super().__init__(store, path, metadata, read_only=read_only)
-        self.config = config or ArrayConfig()
+        self.config = config or _DEFAULT_CONFIG
         self._set_metadata(metadata)
 
     def _set_metadata(self, metadata: ArrayMetadata) -> None:
-        self._pipeline = build_pipeline(metadata, self.config)
+        self._pipeline, evolved = _pipeline_for(metadata, self.config)
         # Keep the evolved codecs (defaults filled in) so that what is written back on a
         # resize or attribute change is the explicit form.
-        self.metadata = replace(metadata, codecs=self._pipeline.codecs)
-        self._io = ChunkIO(self.store, self.path, metadata, self._pipeline, self.config)
+        self.metadata = metadata if evolved is None else replace(metadata, codecs=evolved)
+        self.__dict__.pop("_io", None)   # built again from the new metadata when used
+        self._points: PointReader | None = None   # built on the first a[i, j]
+
+    @functools.cached_property
+    def _io(self) -> ChunkIO:
+        # Built on first use: opening an array to read its attributes never needs it.
+        return ChunkIO(self.store, self.path, self.metadata, self._pipeline, self.config)
 
     # -- description ---------------------------------------------------------------------
 
@@ -189,6 +231,12 @@ class Array(Node):
         self._io.write(indexer, _materialize(value))
 
     def __getitem__(self, selection: Any) -> Any:
+        points = self._points
+        if points is None:
+            points = self._points = PointReader(self._io)
+        index = points.index(selection)
+        if index is not None:
+            return points.read(index)
         fields, selection = _pop_fields(selection)
         kind = classify_selection(selection, self.shape)
         if kind == "vindex":

@@ -24,7 +24,7 @@ from .byteranges import ByteRequest, RangeRequest, coalesce_ranges
 from .codecs.base import ChunkArraySpec
 from .codecs.bytes import BytesCodec
 from .codecs.pipeline import CodecPipeline
-from .errors import ChunkNotFoundError
+from .errors import ChunkNotFoundError, KvzarrError
 from .indexing import ChunkProjection, CoordinateIndexer, Indexer, MaskIndexer, prepare_value
 from .indexing import to_orthogonal
 from .metadata.v3 import ArrayMetadata
@@ -161,11 +161,14 @@ class ChunkIO:
         out[p.out_selection] = self.metadata.fill_value
 
     def _decode_one(self, p: ChunkProjection, data: bytes | None, out: np.ndarray) -> None:
-        key = self.key(p.chunk_coords)
         if data is None:
-            self._fill_missing(key, p, out)
+            self._fill_missing(self.key(p.chunk_coords), p, out)
             return
-        chunk = self.pipeline.decode(data, self.spec(p.chunk_coords), key=key)
+        try:
+            chunk = self.pipeline.decode(data, self.spec(p.chunk_coords))
+        except KvzarrError as e:
+            e.key = e.key or self.key(p.chunk_coords)   # the key only costs on failure
+            raise
         out[p.out_selection] = chunk[p.chunk_selection]
 
     # -- writing -------------------------------------------------------------------------
