@@ -18,7 +18,7 @@ from .chunk_io import ArrayConfig
 from .creation import build_array_metadata
 from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError
 from .group import Group, node_from_metadata
-from .metadata.v3 import ArrayMetadata, GroupMetadata, parse_node_metadata
+from .metadata.v3 import ArrayMetadata, GroupMetadata, load_json, parse_node_metadata
 from .node import metadata_key, normalize_path, read_node_metadata
 from .stores import Store, open_store
 
@@ -31,7 +31,12 @@ def _store_for(store: Any, mode: str) -> Store:
     return open_store(store, mode=mode)
 
 
+_DEFAULT_CONFIG = ArrayConfig()
+
+
 def _config(config: Any, write_empty_chunks: bool | None) -> ArrayConfig:
+    if config is None and write_empty_chunks is None:
+        return _DEFAULT_CONFIG
     if isinstance(config, ArrayConfig):
         cfg = config
     else:
@@ -48,28 +53,55 @@ def _existing(store: Store, path: str) -> ArrayMetadata | GroupMetadata | None:
 
 
 def _prepare_node_path(store: Store, path: str, overwrite: bool) -> None:
-    """Inside a write transaction: clear ``path`` (or fail) and make sure every ancestor
-    is a group, creating the missing ones."""
+    """Inside a write transaction: clear ``path`` (or fail) and make sure its ancestors
+    are groups. Walks up from the parent to the nearest ancestor that exists, creating
+    the missing groups on the way: an existing group got its own ancestors when it was
+    made, so the common case (the parent exists) costs one read."""
     if store.exists(metadata_key(path)) or (overwrite and path and any(
             True for _ in store.list_prefix(path + "/"))):
         if not overwrite:
             raise NodeExistsError("a node already exists; pass overwrite=True to replace it",
                                   path="/" + path)
         store.erase_prefix(path + "/" if path else "")
-    parts = path.split("/")[:-1] if path else []
-    for i in range(len(parts)):
-        ancestor = "/".join(parts[:i + 1])
-        found = _existing(store, ancestor)
-        if found is None:
-            store.set(metadata_key(ancestor), GroupMetadata().to_bytes())
-        elif not isinstance(found, GroupMetadata):
-            raise NodeTypeError("an ancestor of the new node is an array", path="/" + ancestor)
-    if path:
-        root = _existing(store, "")
-        if root is None:
-            store.set(metadata_key(""), GroupMetadata().to_bytes())
-        elif not isinstance(root, GroupMetadata):
-            raise NodeTypeError("the root of the store is an array", path="/")
+    if not path:
+        return
+    ancestor = path
+    missing = []
+    while ancestor:
+        ancestor = ancestor.rpartition("/")[0]
+        data = store.get(metadata_key(ancestor))
+        if data is None:
+            missing.append(ancestor)
+            continue
+        if _node_type(data, ancestor) != "group":
+            raise NodeTypeError("an ancestor of the new node is an array",
+                                path="/" + ancestor)
+        break
+    if missing:
+        empty = GroupMetadata().to_bytes()
+        store.set_many([(metadata_key(a), empty) for a in missing])
+
+
+#: zarr.json bytes -> node_type of small documents: the parent of many new arrays is
+#: read once per create
+_NODE_TYPES: dict[bytes, str] = {}
+_NODE_TYPE_DOC_MAX = 4096
+
+
+def _node_type(data: bytes, path: str) -> str:
+    """The node_type of a zarr.json document, read without building its metadata."""
+    node_type = _NODE_TYPES.get(data)
+    if node_type is None:
+        doc = load_json(data, "/" + path)
+        node_type = doc.get("node_type")
+        if doc.get("zarr_format") != 3 or node_type not in ("array", "group"):
+            # not a v3 node: let the full parser say what is wrong with it
+            parse_node_metadata(doc, "/" + path)
+        if len(data) <= _NODE_TYPE_DOC_MAX:
+            if len(_NODE_TYPES) >= 256:
+                _NODE_TYPES.clear()
+            _NODE_TYPES[data] = node_type
+    return node_type
 
 
 def create_array(store: Any = None, *, name: str | None = None, shape: Any = None,
@@ -161,12 +193,11 @@ def open(store: Any = None, *, mode: str = "a", path: str | None = None,
     array when ``shape`` is given, else a group (modes "a", "w", "w-")."""
     st = _store_for(store, mode)
     node_path = normalize_path(path)
-    if mode in ("w", "w-") or ("shape" in kwargs and mode == "a"
-                                and _existing(st, node_path) is None):
+    found = None if mode in ("w", "w-") else _existing(st, node_path)
+    if mode in ("w", "w-") or ("shape" in kwargs and mode == "a" and found is None):
         if "shape" in kwargs or "data" in kwargs:
             return open_array(st, mode=mode, path=node_path, **kwargs)
         return open_group(st, mode=mode, path=node_path, **kwargs)
-    found = _existing(st, node_path)
     if found is None:
         if mode == "a":
             return create_group(st, path=node_path, **kwargs)

@@ -15,12 +15,13 @@ import numpy as np
 from .codecs.base import Codec
 from .codecs.registry import codec_from_json
 from .errors import MetadataError
-from .grid import ChunkGrid, VaryingDimension
+from .grid import ChunkGrid, FixedDimension, VaryingDimension
 from .metadata.chunk_keys import ChunkKeyEncoding, parse_chunk_key_encoding
 from .metadata.dtypes import DataType, data_type_from_numpy
 from .metadata.v3 import ArrayMetadata
 
 _TARGET_CHUNK_BYTES = 1 << 20
+_DEFAULT_KEY_ENCODING = ChunkKeyEncoding("default", "/")
 
 
 def guess_chunks(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
@@ -57,18 +58,54 @@ def _codec_list(obj: Any, field: str) -> list[Codec]:
     return [_as_codec(obj, field)]
 
 
+_DEFAULT_CODECS: dict[str, tuple[dict[str, Any], str]] = {
+    "vlen-utf8": ({"name": "vlen-utf8", "configuration": {}}, "serializer"),
+    "vlen-bytes": ({"name": "vlen-bytes", "configuration": {}}, "serializer"),
+    "bytes-little": ({"name": "bytes", "configuration": {"endian": "little"}}, "serializer"),
+    "bytes": ({"name": "bytes"}, "serializer"),
+    "zstd": ({"name": "zstd", "configuration": {"level": 0, "checksum": False}},
+             "compressors"),
+}
+#: the default codecs, each made once: codecs are immutable, and arrays sharing codec
+#: objects share their evolved pipeline too (array.build_pipeline)
+_DEFAULTS: dict[str, Codec] = {}
+
+
+def _default_codec(key: str) -> Codec:
+    codec = _DEFAULTS.get(key)
+    if codec is None:
+        codec = _DEFAULTS[key] = _as_codec(*_DEFAULT_CODECS[key])
+    return codec
+
+
 def default_serializer(data_type: DataType) -> Codec:
     if data_type.is_variable_length:
-        name = "vlen-utf8" if data_type.name == "string" else "vlen-bytes"
-        return _as_codec({"name": name, "configuration": {}}, "serializer")
+        return _default_codec("vlen-utf8" if data_type.name == "string" else "vlen-bytes")
     if data_type.has_endianness and (data_type.itemsize or 0) > 1:
-        return _as_codec({"name": "bytes", "configuration": {"endian": "little"}}, "serializer")
-    return _as_codec({"name": "bytes"}, "serializer")
+        return _default_codec("bytes-little")
+    return _default_codec("bytes")
 
 
 def default_compressors() -> list[Codec]:
-    return [_as_codec({"name": "zstd", "configuration": {"level": 0, "checksum": False}},
-                      "compressors")]
+    return [_default_codec("zstd")]
+
+
+#: (type, dtype as given) -> DataType; data types are immutable
+_DATA_TYPES: dict[tuple[type, Any], DataType] = {}
+
+
+def _data_type(dtype: Any) -> DataType:
+    try:
+        key = (type(dtype), dtype)
+        found = _DATA_TYPES.get(key)
+    except TypeError:   # unhashable: an extension data type object
+        return data_type_from_numpy(dtype)
+    if found is None:
+        found = data_type_from_numpy(dtype)
+        if len(_DATA_TYPES) >= 256:
+            _DATA_TYPES.clear()
+        _DATA_TYPES[key] = found
+    return found
 
 
 def build_grid(shape: tuple[int, ...], chunks: Any, itemsize: int
@@ -79,6 +116,10 @@ def build_grid(shape: tuple[int, ...], chunks: Any, itemsize: int
         chunks = guess_chunks(shape, itemsize)
     if isinstance(chunks, (int, np.integer)):
         chunks = (int(chunks),) * len(shape)
+    if (type(chunks) is tuple and len(chunks) == len(shape)
+            and all(type(c) is int and c >= 1 for c in chunks)):
+        # the common case, regular chunks given as a tuple of ints
+        return ChunkGrid(tuple(FixedDimension(c, n) for c, n in zip(chunks, shape))), "regular"
     chunks = list(chunks)
     if len(chunks) != len(shape):
         raise MetadataError(f"chunks {chunks} do not match the array's {len(shape)} dimensions",
@@ -110,7 +151,7 @@ def build_array_metadata(
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
     if any(n < 0 for n in shape):
         raise MetadataError(f"negative extent in shape {shape}", field="shape")
-    data_type = data_type_from_numpy("float64" if dtype is None else dtype)
+    data_type = _data_type("float64" if dtype is None else dtype)
     fill = data_type.coerce_fill(fill_value)
     itemsize = data_type.itemsize or 16
 
@@ -146,7 +187,7 @@ def build_array_metadata(
             codec_list, outer_chunks = [sharding], shards
 
     grid, grid_name = build_grid(shape, outer_chunks, itemsize)
-    cke = (ChunkKeyEncoding("default", "/") if chunk_key_encoding is None
+    cke = (_DEFAULT_KEY_ENCODING if chunk_key_encoding is None
            else parse_chunk_key_encoding(chunk_key_encoding)
            if not isinstance(chunk_key_encoding, ChunkKeyEncoding) else chunk_key_encoding)
     if dimension_names is not None:

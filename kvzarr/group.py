@@ -2,6 +2,24 @@
 ordered stores). Children are addressed by relative paths (``g["a/b"]``).
 
 Deleting a member erases its whole subtree in one store transaction.
+
+Creating many nodes: each ``create_array`` / ``create_group`` is one store transaction,
+and on LMDB and SQLite each commit waits for the disk. Inside a ``with
+store.transaction():`` they join the outer transaction instead, so thousands of creates
+share one commit and become visible together (or, on an error, not at all)::
+
+    >>> import kvzarr
+    >>> store = kvzarr.MemoryStore()
+    >>> root = kvzarr.open_group(store)
+    >>> with store.transaction():
+    ...     for i in range(100):
+    ...         _ = root.create_array(f"a{i:03d}", shape=(16,), dtype="int32",
+    ...                               attributes={"index": i})
+    >>> len(root), root["a042"].attrs["index"]
+    (100, 42)
+
+A create checks its parent group inside the transaction (and makes missing ancestors);
+what it wrote is not read back.
 """
 
 from __future__ import annotations
@@ -12,7 +30,7 @@ from typing import Any
 from .array import Array
 from .chunk_io import ArrayConfig
 from .errors import NodeNotFoundError, NodeTypeError
-from .metadata.v3 import ArrayMetadata, GroupMetadata
+from .metadata.v3 import ArrayMetadata, GroupMetadata, parse_node_metadata
 from .node import Node, metadata_key, normalize_path, read_node_metadata
 from .stores.base import Store
 
@@ -54,26 +72,27 @@ class Group(Node):
         except (NodeNotFoundError, ValueError):
             return False
 
-    def _child_names(self) -> list[str]:
+    def _children(self) -> list[tuple[str, bytes]]:
+        """(name, zarr.json) of each child, in name order. One read transaction: the
+        listing and the documents come from one snapshot, and a SQL store runs its seek
+        steps on one connection."""
         prefix = f"{self.path}/" if self.path else ""
-        dirs = [entry[:-1] for entry in self.store.list_dir(prefix) if entry.endswith("/")]
-        if not dirs:
-            return []
-        present = self.store.get_many([metadata_key(prefix + d) for d in dirs])
-        return [d for d, doc in zip(dirs, present) if doc is not None]
+        with self.store.transaction(write=False):
+            dirs = [entry[:-1] for entry in self.store.list_dir(prefix)
+                    if entry.endswith("/")]
+            if not dirs:
+                return []
+            docs = self.store.get_many([metadata_key(prefix + d) for d in dirs])
+        return [(d, doc) for d, doc in zip(dirs, docs) if doc is not None]
+
+    def _child_names(self) -> list[str]:
+        return [name for name, _ in self._children()]
 
     def members(self, max_depth: int | None = 0) -> Iterator[tuple[str, "Array | Group"]]:
         """(relative name, node) of the children, in name order; ``max_depth=None`` walks
         the whole subtree (names are then relative paths)."""
         prefix = f"{self.path}/" if self.path else ""
-        names = self._child_names()
-        if not names:
-            return
-        from .metadata.v3 import parse_node_metadata
-        docs = self.store.get_many([metadata_key(prefix + n) for n in names])
-        for name, doc in zip(names, docs):
-            if doc is None:
-                continue  # deleted between listing and reading
+        for name, doc in self._children():
             node = node_from_metadata(self.store, prefix + name,
                                       parse_node_metadata(doc, prefix + name),
                                       read_only=self.read_only)

@@ -18,6 +18,9 @@ def normalize_path(path: str | None) -> str:
         return ""
     if not isinstance(path, str):
         raise TypeError(f"a node path is a str, not {type(path).__name__}")
+    if ("." not in path and "\\" not in path and "//" not in path and path[0] != "/"
+            and path[-1] != "/"):
+        return path   # already normal: no '.' (so no '..' or zarr.json), no extra '/'
     parts = [p for p in path.replace("\\", "/").split("/") if p]
     for p in parts:
         if p in (".", ".."):

@@ -23,17 +23,19 @@ class CodecPipeline:
         a2b: ArrayBytesCodec | None = None
         b2b: list[BytesBytesCodec] = []
         for codec in codecs:
-            if isinstance(codec, ArrayArrayCodec):
+            # one ABC check and the kind attribute instead of up to three ABC checks
+            kind = getattr(codec, "kind", None) if isinstance(codec, Codec) else None
+            if kind == ArrayArrayCodec.kind:
                 if a2b is not None:
                     raise MetadataError(
                         f"array->array codec {codec.name!r} after the array->bytes codec",
                         field="codecs")
                 a2a.append(codec)
-            elif isinstance(codec, ArrayBytesCodec):
+            elif kind == ArrayBytesCodec.kind:
                 if a2b is not None:
                     raise MetadataError("more than one array->bytes codec", field="codecs")
                 a2b = codec
-            elif isinstance(codec, BytesBytesCodec):
+            elif kind == BytesBytesCodec.kind:
                 if a2b is None:
                     raise MetadataError(
                         f"bytes->bytes codec {codec.name!r} before the array->bytes codec",

@@ -15,6 +15,8 @@ def register_codec(cls: type[Codec], *aliases: str) -> type[Codec]:
     """Register ``cls`` under ``cls.name`` (and any aliases read on input)."""
     for name in (cls.name, *aliases):
         _CODECS[name] = cls
+    from ..metadata.v3 import clear_memo  # parsed codecs may now resolve differently
+    clear_memo()
     return cls
 
 

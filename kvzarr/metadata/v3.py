@@ -4,12 +4,19 @@
 Parsing checks every member's type and raises :class:`MetadataError` naming the field.
 Unknown top-level members are allowed only as objects with ``"must_understand": false``;
 they are kept and written back. Writing uses zarr-python's member order and always the
-full object form of extensions, so what kvzarr writes other readers take as is.
+full object form of extensions, so what kvzarr writes other readers take as is. The JSON
+is compact (no indentation; zarr-python indents by 2): whitespace means nothing to a
+reader, and the json module indents only in pure Python, which cost more than all the
+rest of creating an array. Documents are UTF-8 with non-ASCII text as is.
+
+The members that repeat from array to array (data type, chunk grid, chunk key encoding,
+codecs) are parsed once per distinct value and the immutable result is reused.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -102,10 +109,14 @@ class GroupMetadata:
         return replace(self, attributes=attributes)
 
 
+# allow_nan=False: non-finite floats must already be encoded as strings. No indent, so
+# the C encoder does the work.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def encode_json(doc: dict[str, Any]) -> bytes:
-    # allow_nan=False: non-finite floats must already be encoded as strings.
     try:
-        return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        return _ENCODER.encode(doc).encode("utf-8")
     except (TypeError, ValueError) as e:
         raise MetadataError(f"metadata is not JSON-serializable: {e}") from e
 
@@ -141,6 +152,42 @@ def parse_node_metadata(data: bytes | str | dict[str, Any], path: str | None = N
                         path=path, field="node_type")
 
 
+#: (member, repr of its JSON value) -> parsed value; values are immutable, so arrays
+#: share them. Bounded in entries and in key length (a long rectilinear grid is not kept).
+_MEMO: dict[tuple[str, str], Any] = {}
+_MEMO_MAX = 1024
+_MEMO_KEY_MAX = 4096
+
+
+def _memoized(member: str, doc: Any, parse: Callable[[Any], Any]) -> Any:
+    """``parse(doc)``, reused for every equal ``doc``. ``repr`` of a parsed JSON value
+    tells its type apart (1, 1.0, true, "1"), so equal keys mean equal documents. Only
+    successes are kept: a bad document raises its error every time."""
+    key = (member, repr(doc))
+    value = _MEMO.get(key)
+    if value is None:
+        value = parse(doc)
+        if len(key[1]) <= _MEMO_KEY_MAX:
+            if len(_MEMO) >= _MEMO_MAX:
+                _MEMO.clear()
+            _MEMO[key] = value
+    return value
+
+
+def clear_memo() -> None:
+    """Forget parsed members (called when a codec is registered: names may change)."""
+    _MEMO.clear()
+
+
+def _parse_codecs(docs: Any) -> tuple[Any, ...]:
+    from ..codecs.pipeline import CodecPipeline  # codecs import metadata.dtypes
+    from ..codecs.registry import codecs_from_json
+
+    codecs = tuple(codecs_from_json(docs))
+    CodecPipeline(codecs)  # checks the codec kinds and their order
+    return codecs
+
+
 def _extra_members(doc: dict[str, Any], known: set[str]) -> dict[str, Any]:
     extra = {}
     for key in doc.keys() - known:
@@ -170,9 +217,6 @@ def parse_group_metadata(doc: dict[str, Any]) -> GroupMetadata:
 
 
 def parse_array_metadata(doc: dict[str, Any]) -> ArrayMetadata:
-    from ..codecs.pipeline import CodecPipeline  # codecs import metadata.dtypes
-    from ..codecs.registry import codecs_from_json
-
     for required in ("shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value",
                      "codecs"):
         if required not in doc:
@@ -183,12 +227,13 @@ def parse_array_metadata(doc: dict[str, Any]) -> ArrayMetadata:
         raise MetadataError(f"shape must be a list of non-negative integers, got {shape!r}",
                             field="shape")
     shape = tuple(shape)
-    data_type = parse_data_type(doc["data_type"])
-    grid, grid_name = parse_chunk_grid(doc["chunk_grid"], shape)
-    cke = parse_chunk_key_encoding(doc["chunk_key_encoding"])
+    data_type = _memoized("data_type", doc["data_type"], parse_data_type)
+    grid, grid_name = _memoized("chunk_grid", (doc["chunk_grid"], shape),
+                                lambda d: parse_chunk_grid(*d))
+    cke = _memoized("chunk_key_encoding", doc["chunk_key_encoding"],
+                    parse_chunk_key_encoding)
     fill = data_type.fill_from_json(doc["fill_value"])
-    codecs = tuple(codecs_from_json(doc["codecs"]))
-    CodecPipeline(codecs)  # checks the codec kinds and their order
+    codecs = _memoized("codecs", doc["codecs"], _parse_codecs)
     dim_names = doc.get("dimension_names")
     if dim_names is not None:
         if (not isinstance(dim_names, list) or len(dim_names) != len(shape)
