@@ -47,8 +47,8 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
     _k("memory", "kvzarr MemoryStore", "raw-memory", "in memory"),
     # the same stores with the durability of the peers they are compared with, to tell
     # the price of syncing apart from the price of the software
-    _k("lmdb", "kvzarr LMDBStore, durability='none'", "raw-lmdb", "no fsync",
-       "-nosync", {"durability": "none"}),
+    _k("lmdb", "kvzarr LMDBStore, durability='none'", "raw-lmdb",
+       "no fsync while writing, flush() at the end", "-nosync", {"durability": "none"}),
     _k("sql", "kvzarr SQLStore, synchronous='NORMAL'", "raw-sqlite",
        "WAL synced at checkpoints only", "-normal", {"synchronous": "NORMAL"}),
     _k("zip", "kvzarr ZipStore, fsync=False", "raw-files", "archive rewritten, no fsync",
