@@ -22,7 +22,7 @@ def check_key(key: str, max_bytes: int | None = None) -> str:
         raise InvalidKeyError("empty key", key=key)
     # Fast path: the common key has none of the characters that need a closer look.
     if ("//" in key or key[0] == "/" or key[-1] == "/" or "\x00" in key or "\\" in key
-            or "." in key and _has_dot_segment(key)):
+            or (key[0] == "." or "/." in key) and _has_dot_segment(key)):
         raise InvalidKeyError(
             "invalid key: empty, '.' or '..' segments, leading/trailing '/', NUL and "
             "backslash are not allowed", key=key)
