@@ -228,7 +228,30 @@ class ChunkIO:
             return self.key(p.chunk_coords), self._encode_chunk(
                 self._merged_chunk(p, spec, "", None, values), spec)
 
+        if self._plain and self._regular_spec is not None:
+            return self._encode_plain(ahead, values, work), rest
         return _run(work, ahead, parallel=self._parallel(total)), rest
+
+    def _encode_plain(self, ahead: list[ChunkProjection], values: np.ndarray,
+                      general: Callable[[ChunkProjection], tuple[str, bytes | None]]
+                      ) -> list[tuple[str, bytes | None]]:
+        """Whole chunks stored as plain bytes: each is one C-order copy, compared with
+        the fill chunk's bytes. The loop is the whole cost of writing many small chunks,
+        so it calls nothing it does not need; edge chunks (padded) go the general way."""
+        shape = self._regular_spec.shape
+        stored = self.pipeline.array_bytes._stored_dtype(self.metadata.data_type)
+        fill = None if self.config.write_empty_chunks else self._fill_bytes()
+        key = self.key
+        out: list[tuple[str, bytes | None]] = []
+        append = out.append
+        for p in ahead:
+            part = values[p.out_selection]
+            if part.shape != shape:
+                append(general(p))
+                continue
+            data = part.astype(stored, copy=False).tobytes()
+            append((key(p.chunk_coords), None if data == fill else data))
+        return out
 
     def _store_encoded(self, items: list[tuple[str, bytes | None]]) -> None:
         puts = [(k, v) for k, v in items if v is not None]

@@ -23,6 +23,7 @@ Promises:
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -85,12 +86,7 @@ class BytesCodec(ArrayBytesCodec):
                 field="bytes.endian", hint='add {"endian": "little"}')
 
     def _stored_dtype(self, dt: DataType) -> np.dtype:
-        npd = dt.numpy_dtype
-        if npd.itemsize <= 1:
-            return npd
-        # newbyteorder is a no-op for byte-order-free dtypes (V, S, bool) and applies to
-        # every field of a structured dtype
-        return npd.newbyteorder(_ORDER_CHAR[self.endian or "little"])
+        return _stored_numpy_dtype(dt.numpy_dtype, self.endian or "little")
 
     def encode(self, chunk: np.ndarray, spec: ChunkArraySpec) -> bytes:
         chunk = np.asarray(chunk)
@@ -131,3 +127,13 @@ def _needs_endian(dt: DataType) -> bool:
 
 
 register_codec(BytesCodec, "endian")
+
+
+@functools.lru_cache(maxsize=256)
+def _stored_numpy_dtype(npd: np.dtype, endian: str) -> np.dtype:
+    """The dtype of the stored bytes (cached: newbyteorder costs more than a chunk's copy)."""
+    if npd.itemsize <= 1:
+        return npd
+    # newbyteorder is a no-op for byte-order-free dtypes (V, S, bool) and applies to every
+    # field of a structured dtype
+    return npd.newbyteorder(_ORDER_CHAR[endian])
