@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 from collections import deque
-from typing import Any
+from typing import Any, Iterable
 
 #: LMDB's key size limit (MDB_MAXKEYSIZE in the default build).
 MAX_KEY_BYTES = 511
@@ -79,11 +79,27 @@ def put(txn: Any, kb: bytes, value: bytes) -> None:
         txn.put(stored_key(kb), wrap(kb, value))
 
 
-def put_many(txn: Any, items: list[tuple[bytes, bytes]]) -> None:
-    """Store ``(real key, value)`` pairs with one cursor pass."""
-    txn.cursor().putmulti(
-        [(kb, v) if len(kb) <= MAX_KEY_BYTES else (stored_key(kb), wrap(kb, v))
-         for kb, v in items])
+def prepare_many(items: Iterable[tuple[str, bytes]]) -> tuple[list[tuple[bytes, bytes]], int]:
+    """The stored ``(key, value)`` pairs for ``(Zarr key, value)`` items, and their
+    :func:`footprint` in total; one pass, as it runs once per chunk of a big write."""
+    out: list[tuple[bytes, bytes]] = []
+    append = out.append
+    size = 0
+    for key, value in items:
+        kb = key.encode("utf-8")
+        n = len(value) + len(kb) + 16
+        if len(kb) > MAX_KEY_BYTES:
+            append((stored_key(kb), wrap(kb, value)))
+            size += footprint(len(kb), len(value))
+        else:
+            append((kb, value))
+            size += -(-(n - len(kb)) // 4096) * 4096 if n > 2048 else 2 * n
+    return out, size
+
+
+def put_stored(txn: Any, pairs: list[tuple[bytes, bytes]]) -> None:
+    """Store pairs from :func:`prepare_many` with one cursor pass."""
+    txn.cursor().putmulti(pairs)
 
 
 def delete(txn: Any, kb: bytes) -> None:

@@ -332,10 +332,8 @@ class LMDBStore(Store):
         self._write(_put, (kb, value), keymap.footprint(len(kb), len(value)), key)
 
     def _set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
-        encoded = [(k.encode("utf-8"), v) for k, v in items]
-        footprint = keymap.footprint
-        self._write(keymap.put_many, encoded,
-                    sum(footprint(len(kb), len(v)) for kb, v in encoded))
+        pairs, size = keymap.prepare_many(items)
+        self._write(keymap.put_stored, pairs, size)
 
     def _erase(self, key: str) -> None:
         self._write(keymap.delete, key.encode("utf-8"), 0, key)
