@@ -136,12 +136,15 @@ class ChunkIO:
                                                 out), whole, parallel=True)
                 whole = []
             with self.store.transaction(write=False):
-                values = self.store.get_many([self.key(p.chunk_coords) for p in whole])
+                # Zero-copy buffers where the store has them (LMDB's map): decoded
+                # before the transaction ends, straight into the output.
+                values = self.store.get_many_views(
+                    [self.key(p.chunk_coords) for p in whole])
                 for p in parts:
                     self._read_part(p, out)
-            total = sum(len(v) for v in values if v is not None)
-            _run(lambda item: self._decode_one(*item, out), list(zip(whole, values)),
-                 parallel=self._parallel(total))
+                total = sum(len(v) for v in values if v is not None)
+                _run(lambda item: self._decode_one(*item, out), list(zip(whole, values)),
+                     parallel=self._parallel(total))
         return out.reshape(indexer.shape)
 
     def _read_part(self, p: ChunkProjection, out: np.ndarray) -> None:

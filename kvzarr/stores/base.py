@@ -169,6 +169,20 @@ class Store(ABC):
         with self.transaction(write=False):
             return self._get_many(keys)
 
+    def get_many_views(self, keys: Sequence[str]) -> list[Any]:
+        """Like :meth:`get_many`, but inside an open transaction the values may be
+        zero-copy buffers (bytes-like, read-only) that are valid only until that
+        transaction ends or writes again: use them before either. Outside a transaction
+        this is :meth:`get_many`."""
+        if self._current_transaction() is None:
+            return self.get_many(keys)
+        for k in keys:
+            check_key(k, self.max_key_bytes)
+        return self._get_many_views(keys)
+
+    def _get_many_views(self, keys: Sequence[str]) -> list[Any]:
+        return self._get_many(keys)
+
     def set(self, key: str, value: bytes) -> None:
         self._check_writable()
         self._set(check_key(key, self.max_key_bytes), _as_bytes(value))

@@ -294,6 +294,20 @@ class LMDBStore(Store):
             return out
         return self._read(get_many)
 
+    def _get_many_views(self, keys: Sequence[str]) -> list[Any]:
+        # Views into the map: valid while this thread's transaction is open and the map
+        # cannot be resized (a resize waits for every open transaction of the process).
+        txn = self._live(self._current_transaction())
+        limit = keymap.MAX_KEY_BYTES
+        get = txn.get
+        try:
+            return [get(kb) if len(kb) <= limit else keymap.read(txn, kb)
+                    for kb in (k.encode("utf-8") for k in keys)]
+        except KvzarrError:
+            raise
+        except _BACKEND_ERRORS as e:
+            raise _translate(e, path=self.path) from e
+
     def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
         kb = key.encode("utf-8")
 
