@@ -334,9 +334,11 @@ def test_disk_full_raises_store_full_and_keeps_nothing(tmp_path: Path) -> None:
     store = SQLStore(tmp_path / "full.db")
     store.set_many([("a", b"old"), ("b", b"old")])
 
+    pages = _pragma(store, "page_count")
+
     @event.listens_for(store.engine, "connect")
-    def _small(dbapi_conn, record):  # a database that may not grow past ~40 pages
-        dbapi_conn.execute("PRAGMA max_page_count = 40")
+    def _small(dbapi_conn, record):  # a database that may grow by two pages only
+        dbapi_conn.execute(f"PRAGMA max_page_count = {pages + 2}")
 
     store.engine.dispose()
     with pytest.raises(StoreFullError):

@@ -6,11 +6,18 @@ Promises:
 
 * Transactions are driven by explicit SQL on the raw DBAPI connection (the driver runs
   in autocommit mode, so it never emits a BEGIN or COMMIT of its own).
+* Connections come from SQLAlchemy's pool and are kept checked out in a small list of
+  idle ones between uses: a single read costs one statement, not a pool round trip.
+  A connection goes back to that list only between transactions; one that failed in a
+  way that may leave it inside a transaction is closed instead.
 * SQLite: a write transaction starts with ``BEGIN IMMEDIATE`` (it takes the one write
   lock before it reads, so a read-modify-write cannot lose an update); a read transaction
-  starts with a deferred ``BEGIN`` and reads one snapshot. ``BEGIN IMMEDIATE`` waits up
-  to ``busy_timeout`` and is retried ``retries`` times with exponential backoff before
-  :class:`ConflictError` is raised.
+  starts with a deferred ``BEGIN`` and reads one snapshot. ``BEGIN IMMEDIATE`` polls for
+  the lock with a short backoff (0.2 ms doubling to 2 ms) for up to ``busy_timeout`` and
+  is retried ``retries`` times with exponential backoff before :class:`ConflictError` is
+  raised. Every other statement waits through SQLite's own busy handler.
+* SQLite: a new database file gets 16 KiB pages (set before its first table; an existing
+  file keeps its page size) and WAL; every connection reads through a memory map.
 * PostgreSQL: a write transaction takes the transaction-level advisory lock of its store
   (``pg_advisory_xact_lock``) before anything else, so writers of one store run one at a
   time; waiting for it is bounded by ``lock_timeout`` = ``busy_timeout`` and retried like
@@ -27,6 +34,7 @@ import random
 import sqlite3
 import time
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -42,6 +50,20 @@ _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 5, 6, 8
 _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 11, 13, 14, 26
 # PostgreSQL SQLSTATEs that mean "another transaction was in the way"
 _PG_CONFLICT = {"40001", "40P01", "55P03"}
+
+#: idle connections kept checked out of the pool, per store
+_IDLE_MAX = 8
+#: page size of a new SQLite file (an existing file keeps its own): a 1 MiB chunk is a
+#: chain of 64 overflow pages instead of 256 (each one a WAL frame and a checkpoint copy),
+#: and a chunk of a few KiB fits in its leaf page. Larger pages cost more per small
+#: update: rewriting one 8 KiB chunk writes ~39 KiB at 16 KiB pages, ~156 KiB at 32 KiB.
+SQLITE_PAGE_SIZE = 16384
+#: bytes of a SQLite file read through a memory map instead of read() calls
+SQLITE_MMAP_SIZE = 1 << 30
+#: first and longest sleep between attempts at the SQLite write lock, in seconds
+_POLL_FIRST, _POLL_MAX = 0.0002, 0.002
+#: connections inherited over fork(): kept referenced and never used or closed
+_INHERITED: list[Any] = []
 
 
 def translate(exc: BaseException, *, key: str | None = None, path: str | None = None,
@@ -118,15 +140,29 @@ class Backend:
         self.retries = retries
         dbapi = engine.dialect.loaded_dbapi
         self.errors: tuple[type[BaseException], ...] = (dbapi.Error, sa.exc.SQLAlchemyError)
-        # A forked child must not use the parent's connections (SQLAlchemy's pooling docs).
-        ref = weakref.ref(engine)
+        #: pooled connections between uses, outside any transaction (LIFO: list.pop and
+        #: list.append are atomic, so threads share it without a lock)
+        self._idle: list[Any] = []
+        ref = weakref.ref(self)
 
         def _forget_parent_connections() -> None:
-            engine = ref()
-            if engine is not None:
-                engine.dispose(close=False)
+            # A forked child must not use the parent's connections (SQLAlchemy's pooling
+            # docs), nor close them: that could release the parent's file locks.
+            backend = ref()
+            if backend is not None:
+                _INHERITED.extend(backend._idle)
+                backend._idle = []
+                backend.engine.dispose(close=False)
 
         os.register_at_fork(after_in_child=_forget_parent_connections)
+
+        @event.listens_for(engine, "engine_disposed")
+        def _drop_idle(engine: sa.Engine) -> None:  # engine.dispose() by a caller
+            backend = ref()
+            if backend is not None:
+                idle, backend._idle = backend._idle, []
+                for conn in idle:
+                    conn.invalidate()  # its pool is gone: close the connection itself
 
     # -- connections ---------------------------------------------------------------------
 
@@ -137,13 +173,39 @@ class Backend:
         except self.errors as e:
             raise translate(e, path=self.display, during="connecting") from e
 
+    def acquire(self) -> Any:
+        """A connection outside any transaction: an idle one, else a new one from the pool.
+        Hand it back with :meth:`release` (or :meth:`discard`)."""
+        try:
+            return self._idle.pop()
+        except IndexError:
+            return self.connect()
+
+    def release(self, conn: Any) -> None:
+        """Keep ``conn`` (outside any transaction) for the next :meth:`acquire`."""
+        if len(self._idle) < _IDLE_MAX:
+            self._idle.append(conn)
+        else:
+            self._discard(conn)
+
+    def discard(self, conn: Any) -> None:
+        """Give ``conn`` back to the pool, whose reset ends whatever it was doing."""
+        self._discard(conn)
+
+    def dispose(self) -> None:
+        """Close every connection (the store is closing)."""
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            self._discard(conn)
+        self.engine.dispose()
+
     def blob(self, value: Any) -> bytes:
         return value if type(value) is bytes else bytes(value)
 
     # -- transactions --------------------------------------------------------------------
 
     def begin(self, write: bool) -> Txn:
-        conn = self.connect()
+        conn = self.acquire()
         try:
             cur = conn.cursor()
             if write:
@@ -159,7 +221,7 @@ class Backend:
 
     def commit(self, txn: Txn) -> None:
         try:
-            if self.commit_may_wait:
+            if self.commit_may_wait and txn.write:  # ending a read never waits
                 self._retry(lambda: txn.cur.execute("COMMIT"), None, "committing")
             else:
                 txn.cur.execute("COMMIT")
@@ -168,14 +230,17 @@ class Backend:
             if isinstance(e, self.errors):
                 raise translate(e, path=self.display, during="committing") from e
             raise
-        txn.conn.close()
+        self.release(txn.conn)
 
     def rollback(self, txn: Txn) -> None:
         try:
             txn.cur.execute("ROLLBACK")
         except self.errors:
-            pass  # the engine may have rolled back already (e.g. after SQLITE_FULL)
-        self._discard(txn.conn)
+            # the engine may have rolled back already (e.g. after SQLITE_FULL); the pool's
+            # reset ends anything left
+            self._discard(txn.conn)
+            return
+        self.release(txn.conn)
 
     def _reset(self, cur: Any) -> None:
         """End whatever a failed BEGIN left open (PostgreSQL keeps an aborted transaction;
@@ -191,7 +256,7 @@ class Backend:
         except self.errors:
             conn.invalidate()
 
-    def _retry(self, attempt: Any, cur: Any, during: str) -> None:
+    def _retry(self, attempt: Callable[[], None], cur: Any, during: str) -> None:
         """Run ``attempt`` until it succeeds; on a lock conflict back off exponentially
         and try again, ``retries`` times, then raise :class:`ConflictError`."""
         for n in range(self.retries + 1):
@@ -254,6 +319,9 @@ class SQLiteBackend(Backend):
         def _on_connect(dbapi_conn: sqlite3.Connection, record: Any) -> None:
             dbapi_conn.isolation_level = None
             dbapi_conn.execute(f"PRAGMA synchronous = {synchronous}")
+            # Reads copy pages straight out of the OS page cache, without a read() call per
+            # page (SQLite maps the file read-only; writes still go through write()).
+            dbapi_conn.execute(f"PRAGMA mmap_size = {SQLITE_MMAP_SIZE}")
             if read_only:
                 dbapi_conn.execute("PRAGMA query_only = ON")
 
@@ -261,19 +329,46 @@ class SQLiteBackend(Backend):
         def _on_begin(conn: sa.Connection) -> None:  # SQLAlchemy-level use (migrations)
             conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
+        self._busy_ms = max(0, int(busy_timeout * 1000))
         super().__init__(engine, display, read_only=read_only, busy_timeout=busy_timeout,
                          retries=retries)
 
     def _begin_write(self, cur: Any) -> None:
-        cur.execute("BEGIN IMMEDIATE")
+        """``BEGIN IMMEDIATE``, polling for the write lock for up to ``busy_timeout``.
+        SQLite's own busy handler sleeps 1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100 ms
+        between attempts, so a queue of writers leaves the lock free for most of a sleep
+        after each commit; short sleeps hand it on at once."""
+        cur.execute("PRAGMA busy_timeout = 0")
+        try:
+            deadline = None
+            delay = _POLL_FIRST
+            while True:
+                try:
+                    cur.execute("BEGIN IMMEDIATE")
+                    return
+                except sqlite3.OperationalError as e:
+                    if (getattr(e, "sqlite_errorcode", 0) & 0xFF) != _SQLITE_BUSY:
+                        raise
+                    now = time.monotonic()
+                    if deadline is None:
+                        deadline = now + self.busy_timeout
+                    if now >= deadline:
+                        raise
+                    time.sleep(min(delay * (0.5 + random.random()), deadline - now))
+                    delay = min(2 * delay, _POLL_MAX)
+        finally:
+            cur.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
 
-    def set_wal(self) -> None:
-        """Switch the file to write-ahead logging (persistent; done when creating)."""
+    def prepare_new_file(self) -> None:
+        """Settings of a new database, before its first table: the page size (fixed once
+        the file has content) and write-ahead logging (persistent)."""
         conn = self.connect()
         try:
-            conn.cursor().execute("PRAGMA journal_mode = WAL")
+            cur = conn.cursor()
+            cur.execute(f"PRAGMA page_size = {SQLITE_PAGE_SIZE}")
+            cur.execute("PRAGMA journal_mode = WAL")
         except self.errors as e:
-            raise translate(e, path=self.display, during="enabling WAL") from e
+            raise translate(e, path=self.display, during="setting up the new file") from e
         finally:
             conn.close()
 

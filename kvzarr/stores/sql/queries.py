@@ -17,6 +17,8 @@ from ...byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixReques
 
 #: keys per ``IN (...)`` list and rows per multi-row INSERT
 BATCH = 500
+#: byte ranges of one value cut by one statement (one result column each)
+MAX_RANGES = 64
 
 
 class Queries:
@@ -37,10 +39,12 @@ class Queries:
         self.exists = q(f"SELECT 1 FROM {t} WHERE k = ?")
         self.size = q(f"SELECT {length}(v) FROM {t} WHERE k = ?")
         if self.pg:
-            self.range = q(f"SELECT substring(v from ? for ?) FROM {t} WHERE k = ?")
-            self.offset = q(f"SELECT substring(v from ?) FROM {t} WHERE k = ?")
-            self.suffix = q(f"SELECT substring(v from greatest(octet_length(v) - ? + 1, 1)) "
-                            f"FROM {t} WHERE k = ?")
+            # One result column per requested piece of ``v``: whole, range, offset, suffix
+            # (in that order of the kinds below); ``?`` are the request's parameters.
+            self._pieces = {"v": "v", "r": "substring(v from ? for ?)",
+                            "o": "substring(v from ?)",
+                            "s": "substring(v from greatest(octet_length(v) - ? + 1, 1))",
+                            "e": "''::bytea"}
             # Splice ``value`` in at ``offset``, padding with zero bytes past the end.
             self.splice = q(
                 f"INSERT INTO {t} (k, v) VALUES (?, decode(repeat('00', ?), 'hex') || ?) "
@@ -48,11 +52,10 @@ class Queries:
                 f"|| decode(repeat('00', greatest(? - octet_length({t}.v), 0)), 'hex') "
                 f"|| ? || substring({t}.v from ?)")
         else:
-            self.range = q(f"SELECT substr(v, ?, ?) FROM {t} WHERE k = ?")
-            self.offset = q(f"SELECT substr(v, ?) FROM {t} WHERE k = ?")
-            self.suffix = q(f"SELECT substr(v, max(length(v) - ? + 1, 1)) FROM {t} WHERE k = ?")
+            # substr() of an empty BLOB is NULL: callers read NULL as b"".
+            self._pieces = {"v": "v", "r": "substr(v, ?, ?)", "o": "substr(v, ?)",
+                            "s": "substr(v, max(length(v) - ? + 1, 1))", "e": "x''"}
             # ``||`` yields TEXT in SQLite; the CAST keeps the bytes and makes them a BLOB.
-            # substr() of an empty BLOB is NULL, hence the coalesce.
             self.splice = q(
                 f"INSERT INTO {t} (k, v) VALUES (?, CAST(zeroblob(?) || ? AS BLOB)) "
                 f"ON CONFLICT (k) DO UPDATE SET v = CAST(coalesce(substr(v, 1, ?), x'') "
@@ -88,21 +91,59 @@ class Queries:
             self._cache[key] = sql
         return sql
 
+    def keys_joined(self, inclusive: bool, bounded: bool) -> str:
+        """A page as :meth:`keys_page` selects it, as one row: the keys joined by a
+        backslash (a character no key holds), and their number."""
+        key = ("joined", inclusive, bounded)
+        sql = self._cache.get(key)
+        if sql is None:
+            agg = ("string_agg(k, chr(92) ORDER BY k)" if self.pg
+                   else "group_concat(k, '\\')")  # SQLite: no escapes in literals
+            sql = f"SELECT {agg}, count(*) FROM ({self.keys_page(inclusive, bounded)}) AS page"
+            self._cache[key] = sql
+        return sql
+
     # -- operations ----------------------------------------------------------------------
 
-    def get_range(self, cur: Any, key: str, request: ByteRequest) -> Any:
-        """The requested bytes, cut server-side; a one-tuple row, or None if absent."""
-        if isinstance(request, RangeRequest):
-            cur.execute(self.range, (request.start + 1, request.end - request.start, key))
-        elif isinstance(request, OffsetRequest):
-            cur.execute(self.offset, (request.offset + 1, key))
-        elif isinstance(request, SuffixRequest):
-            cur.execute(self.suffix, (request.suffix, key))
-        else:
-            raise TypeError(f"not a byte request: {request!r}")
-        return cur.fetchone()
+    def ranges(self, key: str, requests: Sequence[ByteRequest | None]) -> tuple[str, list]:
+        """``SELECT`` of the requested pieces of one value as the columns of one row
+        (None = the whole value), and its parameters. Offsets are 1-based in SQL."""
+        kinds: list[str] = []
+        params: list[Any] = []
+        for r in requests:
+            if r is None:
+                kinds.append("v")
+            elif isinstance(r, RangeRequest):
+                kinds.append("r")
+                params += (r.start + 1, r.end - r.start)
+            elif isinstance(r, OffsetRequest):
+                kinds.append("o")
+                params.append(r.offset + 1)
+            elif isinstance(r, SuffixRequest):
+                if r.suffix == 0:
+                    kinds.append("e")
+                else:
+                    kinds.append("s")
+                    params.append(r.suffix)
+            else:
+                raise TypeError(f"not a byte request: {r!r}")
+        params.append(key)
+        shape = ("ranges", *kinds)
+        sql = self._cache.get(shape)
+        if sql is None:
+            columns = ", ".join(self._pieces[k] for k in kinds)
+            sql = f"SELECT {columns} FROM {self._t} WHERE k = ?".replace("?", self._ph)
+            if len(self._cache) < 4096:  # shapes are few in practice; never unbounded
+                self._cache[shape] = sql
+        return sql, params
 
     def get_many(self, cur: Any, keys: Sequence[str]) -> dict[str, Any]:
+        if not keys:
+            return {}
+        if len(keys) <= BATCH:  # one statement; a key asked twice is found once
+            params = keys if isinstance(keys, (list, tuple)) else list(keys)
+            cur.execute(self._in_list(f"SELECT k, v FROM {self._t}", len(keys)), params)
+            return dict(cur.fetchall())
         found: dict[str, Any] = {}
         unique = list(dict.fromkeys(keys))
         head = f"SELECT k, v FROM {self._t}"
@@ -110,6 +151,17 @@ class Queries:
             part = unique[i:i + BATCH]
             cur.execute(self._in_list(head, len(part)), part)
             found.update(cur.fetchall())
+        return found
+
+    def existing(self, cur: Any, keys: Sequence[str]) -> set[str]:
+        """Which of ``keys`` exist (keys only: no value leaves the database)."""
+        found: set[str] = set()
+        unique = list(dict.fromkeys(keys))
+        head = f"SELECT k FROM {self._t}"
+        for i in range(0, len(unique), BATCH):
+            part = unique[i:i + BATCH]
+            cur.execute(self._in_list(head, len(part)), part)
+            found.update(row[0] for row in cur.fetchall())
         return found
 
     def set_many(self, cur: Any, items: Sequence[tuple[str, bytes]]) -> None:
@@ -150,3 +202,11 @@ class Queries:
         params: tuple = (low, high, limit) if high is not None else (low, limit)
         cur.execute(self.keys_page(inclusive, high is not None), params)
         return [row[0] for row in cur.fetchall()]
+
+    def joined_keys(self, low: str, high: str | None, *, inclusive: bool = True,
+                    limit: int) -> tuple[str, tuple]:
+        """The statement and parameters that read the page :meth:`keys` reads as one row:
+        (its keys joined by a backslash, or NULL; their number). The order inside the
+        string is the engine's; callers that need the last key take the largest."""
+        params: tuple = (low, high, limit) if high is not None else (low, limit)
+        return self.keys_joined(inclusive, high is not None), params

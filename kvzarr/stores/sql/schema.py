@@ -213,8 +213,8 @@ def open_layout(backend: Backend, table: str | None) -> Layout:
         if table == LEGACY_TABLE:
             raise StoreConfigError(f"table {LEGACY_TABLE!r} is reserved for zarr-python 2 and "
                              f"zarr-sqlite files", path=backend.display, field="table")
-        if backend.name == "sqlite" and empty:  # a file with other tables keeps its mode
-            backend.set_wal()  # type: ignore[attr-defined]
+        if backend.name == "sqlite" and empty:  # a file with tables keeps its settings
+            backend.prepare_new_file()  # type: ignore[attr-defined]
         backend.set_table(table)
         txn = backend.begin(write=True)
         try:

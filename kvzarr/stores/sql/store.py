@@ -11,11 +11,14 @@ on ``table(k TEXT PRIMARY KEY, v BLOB)``. Promises, per process and across proce
   read-modify-write inside one never loses a concurrent update. Read transactions
   (``transaction(write=False)``, ``get_many``) read one snapshot.
 * A single operation outside a transaction is its own transaction.
-* Listing is a range scan of the primary key; ``list_dir`` seeks past each child's
-  subtree, so its cost follows the number of children, not the number of keys below.
-* Byte ranges are cut by the database (``substr``/``substring``) and partial writes are
-  spliced by it, inside one write transaction.
-* Thread-safe: each thread's transaction has its own connection from a pool.
+* Listing is a range scan of the primary key; ``list_dir`` reads pages of keys and
+  seeks past a child's subtree whenever a page ends inside it, so its cost follows the
+  number of children, not the number of keys below.
+* Byte ranges are cut by the database (``substr``/``substring``): all the ranges asked
+  of one key in one call come back as the columns of one row. Partial writes are
+  spliced by the database, inside one write transaction.
+* Thread-safe: each thread's transaction has its own connection; connections are kept
+  between operations, so a single operation is one statement.
 
 Hot paths run on the raw DBAPI connection (SQLAlchemy supplies the URL handling, the
 connection pool and the events that configure each connection): per-row SQLAlchemy Core
@@ -25,20 +28,25 @@ processing would cost more than the database work for small values.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import chain
 from typing import Any
 
-from ...byteranges import ByteRequest, SuffixRequest
+from ...byteranges import ByteRequest
 from ..base import Capabilities, Store
-from ..keys import prefix_successor
+from ..keys import check_key, prefix_successor
 from .backends import Backend, Txn, open_backend, translate
-from .queries import Queries
+from .queries import MAX_RANGES, Queries
 from .schema import Layout, open_layout
 
-#: keys fetched per query by lazy listings and per seek step of ``list_dir``
+#: keys fetched per query by lazy listings, and the most ``list_dir`` reads at once
 _PAGE = 1000
-_DIR_STEP = 32
+#: first and smallest page of ``list_dir``
+_DIR_FIRST, _DIR_MIN = 128, 16
+#: the rest of a key after its first "/" (keys are joined by backslashes)
+_AFTER_SLASH = re.compile(r"/[^\\]*")
 
 
 class SQLStore(Store):
@@ -66,12 +74,14 @@ class SQLStore(Store):
         try:
             self.layout: Layout = open_layout(self._backend, table)
         except BaseException:
-            self._backend.engine.dispose()
+            self._backend.dispose()
             raise
         self._backend.set_table(self.layout.table)
         self.max_key_bytes = self._backend.max_key_bytes
         self._q = Queries(self._backend.name, self._backend.placeholder, self.layout.table)
         self._blob = self._backend.blob
+        #: the driver hands values over as bytes (sqlite3 does; psycopg a buffer)
+        self._bytes_native = self._backend.name == "sqlite"
         self._errors = self._backend.errors
 
     @property
@@ -94,20 +104,47 @@ class SQLStore(Store):
     def _abort(self, handle: Txn) -> None:
         self._backend.rollback(handle)
 
+    def _fetch_one(self, sql: str, params: Sequence[Any], key: str | None = None) -> Any:
+        """The row of a read statement that returns at most one (a primary-key lookup, a
+        page of keys as one string), in this thread's transaction or, outside one, as a
+        statement of its own on an idle connection (a single statement in autocommit
+        mode reads one snapshot; no BEGIN needed)."""
+        txn = self._current_transaction()
+        try:
+            if txn is not None:
+                cur = txn.cur
+                cur.execute(sql, params)
+                return cur.fetchone()
+            backend = self._backend
+            conn = backend.acquire()
+            try:
+                cur = conn.cursor()
+                cur.execute(sql, params)
+                row = cur.fetchone()
+            except BaseException:
+                backend.discard(conn)
+                raise
+            backend.release(conn)
+            return row
+        except self._errors as e:
+            raise translate(e, key=key, path=self._backend.display) from e
+
     @contextmanager
     def _reading(self, key: str | None = None) -> Iterator[Any]:
-        """A cursor: the open transaction's, or one of a pooled connection (a single
-        statement in autocommit mode reads one snapshot)."""
+        """A cursor: the open transaction's, or one of an idle connection (each statement
+        in autocommit mode reads one snapshot). Callers fetch every row they execute."""
         txn = self._current_transaction()
         try:
             if txn is not None:
                 yield txn.cur
                 return
-            conn = self._backend.connect()
+            conn = self._backend.acquire()
             try:
                 yield conn.cursor()
-            finally:
-                conn.close()
+            except BaseException:
+                self._backend.discard(conn)
+                raise
+            self._backend.release(conn)
         except self._errors as e:
             raise translate(e, key=key, path=self._backend.display) from e
 
@@ -135,36 +172,66 @@ class SQLStore(Store):
     # -- reads ---------------------------------------------------------------------------
 
     def _get(self, key: str) -> bytes | None:
-        with self._reading(key) as cur:
-            cur.execute(self._q.get, (key,))
-            row = cur.fetchone()
+        row = self._fetch_one(self._q.get, (key,), key)
         return None if row is None else self._value(row[0])
 
     def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
-        if isinstance(request, SuffixRequest) and request.suffix == 0:
-            return None if not self._exists(key) else b""
-        with self._reading(key) as cur:
-            row = self._q.get_range(cur, key, request)
-        return None if row is None else self._value(row[0])
+        return self._get_ranges(key, [request])[0]
+
+    def _get_ranges(self, key: str, requests: Sequence[ByteRequest | None]) -> list[Any]:
+        """Byte ranges of one value, cut by the database, in one statement per
+        :data:`~.queries.MAX_RANGES` requests; a list of Nones if the key is absent."""
+        out: list[Any] = []
+        for i in range(0, len(requests), MAX_RANGES):
+            part = requests[i:i + MAX_RANGES]
+            sql, params = self._q.ranges(key, part)
+            row = self._fetch_one(sql, params, key)
+            if row is None:
+                return [None] * len(requests)
+            out.extend(self._value(v) for v in row)
+        return out
+
+    def get_partial_values(
+            self, key_ranges: Iterable[tuple[str, ByteRequest | None]]) -> list[bytes | None]:
+        """As :meth:`Store.get_partial_values`; all the requests on one key are served by
+        one statement (a shard's inner chunks come back as the columns of one row)."""
+        items = list(key_ranges)
+        by_key: dict[str, list[int]] = {}
+        for i, (key, _) in enumerate(items):
+            check_key(key, self.max_key_bytes)
+            by_key.setdefault(key, []).append(i)
+        out: list[bytes | None] = [None] * len(items)
+        for key, where in by_key.items():
+            for i, value in zip(where, self._get_ranges(key, [items[i][1] for i in where])):
+                out[i] = value
+        return out
 
     def _get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        if len(keys) == 1:  # one chunk (a tile, an element): the plain lookup
+            return [self._get(keys[0])]
         with self._reading() as cur:
             found = self._q.get_many(cur, keys)
+        get = found.get
+        out = [get(k) for k in keys]
+        if self._bytes_native and None not in out:
+            return out
+        # absent keys, NULL values (legacy tables) or driver buffers (PostgreSQL)
         value = self._value
         return [value(found[k]) if k in found else None for k in keys]
 
     def _value(self, v: Any) -> bytes:
         return b"" if v is None else self._blob(v)
 
+    def _exists_many(self, keys: Sequence[str]) -> list[bool]:
+        with self._reading() as cur:
+            found = self._q.existing(cur, keys)
+        return [k in found for k in keys]
+
     def _exists(self, key: str) -> bool:
-        with self._reading(key) as cur:
-            cur.execute(self._q.exists, (key,))
-            return cur.fetchone() is not None
+        return self._fetch_one(self._q.exists, (key,), key) is not None
 
     def _getsize(self, key: str) -> int | None:
-        with self._reading(key) as cur:
-            cur.execute(self._q.size, (key,))
-            row = cur.fetchone()
+        row = self._fetch_one(self._q.size, (key,), key)
         return None if row is None else int(row[0] or 0)
 
     # -- writes --------------------------------------------------------------------------
@@ -215,41 +282,62 @@ class SQLStore(Store):
             low, inclusive = page[-1], False
 
     def _list_dir(self, prefix: str) -> Iterator[str]:
+        pages = chain.from_iterable(self._dir_pages(prefix))  # no Python frame per child
         if self._current_transaction() is not None:
-            return iter(list(self._walk_dir(prefix)))
-        return self._walk_dir(prefix)
+            return iter(list(pages))
+        return pages
 
-    def _walk_dir(self, prefix: str) -> Iterator[str]:
-        """Direct children of ``prefix``: read a few keys from the cursor on; a key with no
-        further ``/`` is a child by name; a key below a child directory yields ``name/``
-        and the cursor jumps past that child's whole subtree in one seek."""
+    def _dir_pages(self, prefix: str) -> Iterator[list[str]]:
+        """Direct children of ``prefix``, a list per page of keys in order. A key with no
+        further ``/`` is a child by name, a key below a child directory yields ``name/``
+        once. A page that ends inside a child directory's subtree is followed by a seek
+        past that whole subtree, so each page after the first starts at a new child and
+        the number of statements is at most the number of children plus one. The page
+        size adapts: it doubles while pages hold many children (small subtrees are read
+        through) and shrinks when one or two subtrees fill a page (big subtrees are
+        skipped after reading only a few of their keys). A page arrives as one string
+        (keys joined by a backslash, which no key holds) and is cut into children by
+        string methods, not a Python loop per key."""
         n = len(prefix)
         high = prefix_successor(prefix)
-        low, inclusive, step = prefix, True, _DIR_STEP
+        low, inclusive, step = prefix, True, _DIR_FIRST
         while True:
-            with self._reading() as cur:
-                keys = self._q.keys(cur, low, high, inclusive=inclusive, limit=step)
-            if not keys:
+            sql, params = self._q.joined_keys(low, high, inclusive=inclusive, limit=step)
+            joined, count = self._fetch_one(sql, params)
+            if not count:
                 return
-            for key in keys:
-                cut = key.find("/", n)
-                if cut < 0:
-                    yield key[n:]
-                    low, inclusive = key, False
-                    continue
-                yield key[n:cut + 1]
-                low, inclusive = prefix_successor(key[:cut + 1]), True  # skip the subtree
-                step = _DIR_STEP
-                break
+            if joined.count("\\") == count - 1:
+                # every key starts with the prefix: keep what follows it, and of that the
+                # name up to its first "/"; then one entry per child
+                rest = joined.replace("\\" + prefix, "\\")[n:] if n else joined
+                children = list(dict.fromkeys(_AFTER_SLASH.sub("/", rest).split("\\")))
+                children.sort()  # in key order already (one pass) unless reordered
+                last = max(joined.split("\\")) if count == step else ""
+            else:  # a key with a backslash, written by another program: key by key
+                with self._reading() as cur:
+                    keys = self._q.keys(cur, low, high, inclusive=inclusive, limit=step)
+                children = list(dict.fromkeys(
+                    k[:k.find("/", n) + 1] if k.find("/", n) >= 0 else k for k in keys))
+                children = [c[n:] for c in children]
+                last = keys[-1] if keys else ""
+                count = len(keys)
+            yield children
+            if count < step:
+                return
+            cut = last.find("/", n)
+            if cut >= 0:  # the page ends inside a subtree: skip the rest of it
+                low, inclusive = prefix_successor(last[:cut + 1]), True
             else:
-                if len(keys) < step:
-                    return
-                step = min(2 * step, _PAGE)  # a run of plain keys: read bigger pages
+                low, inclusive = last, False
+            if len(children) * 4 >= step:
+                step = min(2 * step, _PAGE)  # small subtrees: read more of them at once
+            elif len(children) <= 2:
+                step = max(step // 4, _DIR_MIN)  # big subtrees: read less of each
 
     # -- lifecycle -----------------------------------------------------------------------
 
     def _close(self) -> None:
-        self._backend.engine.dispose()
+        self._backend.dispose()
 
     def __repr__(self) -> str:
         ro = ", read_only=True" if self.read_only else ""
