@@ -86,7 +86,16 @@ class Group(Node):
         return [(d, doc) for d, doc in zip(dirs, docs) if doc is not None]
 
     def _child_names(self) -> list[str]:
-        return [name for name, _ in self._children()]
+        """The children's names, in name order: the listing and an existence check of
+        each child's ``zarr.json`` (no document is read), in one read transaction."""
+        prefix = f"{self.path}/" if self.path else ""
+        with self.store.transaction(write=False):
+            dirs = [entry[:-1] for entry in self.store.list_dir(prefix)
+                    if entry.endswith("/")]
+            if not dirs:
+                return []
+            found = self.store.exists_many([metadata_key(prefix + d) for d in dirs])
+        return [d for d, ok in zip(dirs, found) if ok]
 
     def members(self, max_depth: int | None = 0) -> Iterator[tuple[str, "Array | Group"]]:
         """(relative name, node) of the children, in name order; ``max_depth=None`` walks

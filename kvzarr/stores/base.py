@@ -169,6 +169,17 @@ class Store(ABC):
         with self.transaction(write=False):
             return self._get_many(keys)
 
+    def exists_many(self, keys: Sequence[str]) -> list[bool]:
+        """For each key whether it exists, read in one read transaction (no values are
+        fetched where the backend can avoid it)."""
+        for k in keys:
+            check_key(k, self.max_key_bytes)
+        with self.transaction(write=False):
+            return self._exists_many(keys)
+
+    def _exists_many(self, keys: Sequence[str]) -> list[bool]:
+        return [v is not None for v in self._get_many(keys)]
+
     def get_many_views(self, keys: Sequence[str]) -> list[Any]:
         """Like :meth:`get_many`, but inside an open transaction the values may be
         zero-copy buffers (bytes-like, read-only) that are valid only until that

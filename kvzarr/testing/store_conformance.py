@@ -210,6 +210,26 @@ class StoreConformance:
         assert store.get_many(keys) == [data["c"], None, data["a/b"], data["c"], ALL_BYTES]
         assert store.get_many([]) == []
 
+    def test_exists_many(self, store: Store) -> None:
+        self.populate(store)
+        keys = ["c", "missing", "a/b", "c", "e/f/g", "a"]
+        assert store.exists_many(keys) == [True, False, True, True, True, False]
+        assert store.exists_many([]) == []
+        many = [f"x/{i:04d}" for i in range(1200)]          # more than one SQL batch
+        store.set_many([(k, b"") for k in many[::2]])        # empty values exist too
+        assert store.exists_many(many) == [i % 2 == 0 for i in range(1200)]
+        with pytest.raises(InvalidKeyError):
+            store.exists_many(["ok", "../escape"])
+
+    def test_get_many_views(self, store: Store) -> None:
+        data = self.populate(store)
+        keys = ["c", "missing", "e/f/g"]
+        assert store.get_many_views(keys) == [data["c"], None, ALL_BYTES]   # copies
+        with store.transaction(write=False):
+            views = store.get_many_views(keys)
+            assert [None if v is None else bytes(v) for v in views] == \
+                [data["c"], None, ALL_BYTES]
+
     def test_set_many(self, store: Store) -> None:
         items = [(f"many/{i:04d}", i.to_bytes(2, "big")) for i in range(500)]
         store.set_many(iter(items))         # any iterable

@@ -294,6 +294,11 @@ class LMDBStore(Store):
             return out
         return self._read(get_many)
 
+    def _exists_many(self, keys: Sequence[str]) -> list[bool]:
+        encoded = [k.encode("utf-8") for k in keys]
+        return self._read(lambda txn: [keymap.read(txn, kb) is not None for kb in encoded],
+                          buffers=True)
+
     def _get_many_views(self, keys: Sequence[str]) -> list[Any]:
         # Views into the map: valid while this thread's transaction is open and the map
         # cannot be resized (a resize waits for every open transaction of the process).
