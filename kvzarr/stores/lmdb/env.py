@@ -240,8 +240,10 @@ class SharedEnv:
                         raise
             # A file mostly made of holes was written by another program's write map
             # (zarr-python 2 maps 1 TiB): write through the file rather than fill them.
-            return not self.write_map or self._allocate(self.env.info()["map_size"], size,
-                                                        at_most=_SPARSE_LIMIT)
+            # (A new file keeps its two meta pages.)
+            return not self.write_map or self._allocate(
+                self.env.info()["map_size"], max(size, 2 * mmap.PAGESIZE),
+                at_most=_SPARSE_LIMIT)
 
     @contextmanager
     def _map_change(self) -> Iterator[None]:
@@ -271,15 +273,18 @@ class SharedEnv:
         except OSError:
             return False
         try:
-            # Never try what cannot fit: a failed fallocate may keep what it allocated.
-            missing = size - os.fstat(fd).st_blocks * 512
-            free = os.statvfs(self.data_file)
-            if (missing > free.f_bavail * free.f_frsize - _FREE_MARGIN
-                    or at_most is not None and missing > at_most):
-                return False
-            os.posix_fallocate(fd, 0, size)
-            return True
-        except OSError:
+            try:
+                # Never try what cannot fit: a failed fallocate may keep what it got.
+                missing = size - os.fstat(fd).st_blocks * 512
+                free = os.statvfs(self.data_file)
+                if (missing <= free.f_bavail * free.f_frsize - _FREE_MARGIN
+                        and (at_most is None or missing <= at_most)):
+                    os.posix_fallocate(fd, 0, size)
+                    return True
+            except OSError:
+                pass
+            # Every byte of the file stays allocated: take back what LMDB or a failed
+            # fallocate added (no process maps past the old length: we hold the lock).
             try:
                 if os.fstat(fd).st_size > old_size:
                     os.ftruncate(fd, old_size)
