@@ -237,6 +237,10 @@ class Array(Node):
         index = points.index(selection)
         if index is not None:
             return points.read(index)
+        if type(selection) is slice or (type(selection) is tuple
+                                        and all(type(s) is slice for s in selection)):
+            # slices only (a tile, a hyperslab): basic indexing, nothing to classify
+            return self.get_basic_selection(selection)
         fields, selection = _pop_fields(selection)
         kind = classify_selection(selection, self.shape)
         if kind == "vindex":
