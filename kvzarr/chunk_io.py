@@ -135,6 +135,11 @@ class ChunkIO:
                 _run(lambda p: self._decode_one(p, self.store.get(self.key(p.chunk_coords)),
                                                 out), whole, parallel=True)
                 whole = []
+            if len(whole) == 1 and not parts:
+                # one value (a tile): a single get is atomic, no transaction needed
+                self._decode_one(whole[0], self.store.get(self.key(whole[0].chunk_coords)),
+                                 out)
+                return out.reshape(indexer.shape)
             with self.store.transaction(write=False):
                 # Zero-copy buffers where the store has them (LMDB's map): decoded
                 # before the transaction ends, straight into the output.
