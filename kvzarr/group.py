@@ -24,7 +24,7 @@ what it wrote is not read back.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .array import Array
@@ -72,30 +72,28 @@ class Group(Node):
         except (NodeNotFoundError, ValueError):
             return False
 
-    def _children(self) -> list[tuple[str, bytes]]:
-        """(name, zarr.json) of each child, in name order. One read transaction: the
-        listing and the documents come from one snapshot, and a SQL store runs its seek
-        steps on one connection."""
+    def _child_dirs(self, fetch: Callable[[list[str]], list[Any]]
+                    ) -> list[tuple[str, Any]]:
+        """(name, what ``fetch`` gives for its zarr.json key) of each child directory, in
+        name order. One read transaction: the listing and the fetch see one snapshot, and
+        a SQL store runs its seek steps on one connection."""
         prefix = f"{self.path}/" if self.path else ""
         with self.store.transaction(write=False):
             dirs = [entry[:-1] for entry in self.store.list_dir(prefix)
                     if entry.endswith("/")]
             if not dirs:
                 return []
-            docs = self.store.get_many([metadata_key(prefix + d) for d in dirs])
-        return [(d, doc) for d, doc in zip(dirs, docs) if doc is not None]
+            return list(zip(dirs, fetch([metadata_key(prefix + d) for d in dirs])))
+
+    def _children(self) -> list[tuple[str, bytes]]:
+        """(name, zarr.json) of each child, in name order."""
+        return [(d, doc) for d, doc in self._child_dirs(self.store.get_many)
+                if doc is not None]
 
     def _child_names(self) -> list[str]:
-        """The children's names, in name order: the listing and an existence check of
-        each child's ``zarr.json`` (no document is read), in one read transaction."""
-        prefix = f"{self.path}/" if self.path else ""
-        with self.store.transaction(write=False):
-            dirs = [entry[:-1] for entry in self.store.list_dir(prefix)
-                    if entry.endswith("/")]
-            if not dirs:
-                return []
-            found = self.store.exists_many([metadata_key(prefix + d) for d in dirs])
-        return [d for d, ok in zip(dirs, found) if ok]
+        """The children's names, in name order: an existence check of each child's
+        zarr.json, no document is read."""
+        return [d for d, ok in self._child_dirs(self.store.exists_many) if ok]
 
     def members(self, max_depth: int | None = 0) -> Iterator[tuple[str, "Array | Group"]]:
         """(relative name, node) of the children, in name order; ``max_depth=None`` walks
