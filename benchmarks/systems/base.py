@@ -21,6 +21,19 @@ import numpy as np
 FEATURES = ("write", "shards", "groups", "multiprocess", "shared-writes", "bytes-written")
 
 
+def numcodecs_compressor(codec: dict[str, Any]) -> Any:
+    """The numcodecs compressor of a workload's codec spec (None: uncompressed), for the
+    systems that take numcodecs objects (zarr-python 2, the raw engines)."""
+    from numcodecs import Blosc, GZip
+    if codec["id"] == "none":
+        return None
+    if codec["id"] == "blosc-zstd":
+        return Blosc(cname="zstd", clevel=codec["clevel"], shuffle=Blosc.SHUFFLE)
+    if codec["id"] == "gzip":
+        return GZip(level=codec["level"])
+    raise ValueError(codec)
+
+
 class Handle:
     """An open array. The default implementation speaks zarr-python's API."""
 

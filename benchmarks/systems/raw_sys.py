@@ -18,19 +18,8 @@ from typing import Any
 import numpy as np
 
 from ..harness import Unsupported
-from .base import Handle, System
+from .base import Handle, System, numcodecs_compressor
 from .raw_engines import KV, open_kv, parallel_map
-
-
-def _codec(codec: dict[str, Any]) -> Any:
-    from numcodecs import Blosc, GZip
-    if codec["id"] == "none":
-        return None
-    if codec["id"] == "blosc-zstd":
-        return Blosc(cname="zstd", clevel=codec["clevel"], shuffle=Blosc.SHUFFLE)
-    if codec["id"] == "gzip":
-        return GZip(level=codec["level"])
-    raise ValueError(codec)
 
 
 def _dim_pieces(sel: Any, n: int, c: int) -> list[tuple[int, Any, Any]] | tuple[int, int]:
@@ -62,7 +51,7 @@ class RawArray(Handle):
         self.shape, self.chunks = tuple(shape), tuple(chunks)
         self.dtype = np.dtype(dtype)
         self.codec_spec = codec
-        self.codec = _codec(codec)
+        self.codec = numcodecs_compressor(codec)
         self.grid = tuple(math.ceil(s / c) for s, c in zip(self.shape, self.chunks))
 
     def meta(self) -> bytes:

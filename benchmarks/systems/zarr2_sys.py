@@ -10,28 +10,17 @@ part of the timed write, as a user has to do it.
 
 from __future__ import annotations
 
-import os
 import warnings
 from typing import Any
 
-from .base import Handle, System
+from .base import Handle, numcodecs_compressor
+from .zarr_python import ZarrPythonSystem
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 warnings.filterwarnings("ignore", category=UserWarning)   # duplicate zip members
 
 
-def compressor_of(codec: dict[str, Any], itemsize: int) -> Any:
-    from numcodecs import GZip, Blosc
-    if codec["id"] == "none":
-        return None
-    if codec["id"] == "blosc-zstd":
-        return Blosc(cname="zstd", clevel=codec["clevel"], shuffle=Blosc.SHUFFLE)
-    if codec["id"] == "gzip":
-        return GZip(level=codec["level"])
-    raise ValueError(codec)
-
-
-class Zarr2System(System):
+class Zarr2System(ZarrPythonSystem):
     def __init__(self, info: Any, root: Any) -> None:
         super().__init__(info, root)
         import zarr
@@ -49,16 +38,10 @@ class Zarr2System(System):
         self.shared_writes = "not promised: no lock around a read-modify-write"
 
     def store(self, loc: str, write: bool) -> Any:
-        st, mode = self._stores.get(loc, (None, ""))
-        storage = self.zarr.storage
         if self.kind == "zip":
-            want = ("w" if not os.path.exists(loc) else "a") if write else "r"
-            if st is not None and (mode == "r") == (want == "r"):
-                return st
-            self.close(loc)
-            st = storage.ZipStore(loc, mode=want)
-            self._stores[loc] = (st, want)
-            return st
+            return self.zip_store(loc, write)
+        st, _ = self._stores.get(loc, (None, ""))
+        storage = self.zarr.storage
         if st is None:
             st = {"lmdb": storage.LMDBStore, "sqlite": storage.SQLiteStore,
                   "directory": storage.DirectoryStore}[self.kind](loc)
@@ -78,34 +61,15 @@ class Zarr2System(System):
             st.close()
 
     def create(self, loc, name, shape, dtype, chunks, codec, shards=None) -> Handle:
-        import numpy as np
         a = self.zarr.create(shape=shape, chunks=chunks, dtype=dtype,
-                             compressor=compressor_of(codec, np.dtype(dtype).itemsize),
+                             compressor=numcodecs_compressor(codec),
                              fill_value=0, store=self.store(loc, True), path=name,
                              overwrite=True)
         return Handle(a)
 
-    def open(self, loc, name, write=False) -> Handle:
-        return Handle(self.zarr.open_array(self.store(loc, write), path=name,
-                                           mode="r+" if write else "r"))
-
     # -- hierarchy -----------------------------------------------------------------------
-
-    def h_root(self, loc):
-        return self.zarr.open_group(self.store(loc, True), mode="w")
-
-    def h_group(self, parent, name):
-        return parent.create_group(name)
 
     def h_array(self, group, name, attrs):
         a = group.create_dataset(name, shape=(16,), chunks=(16,), dtype="int32",
                                  fill_value=0)
         a.attrs.put(attrs)
-
-    def h_attrs(self, loc, path):
-        return self.zarr.open_array(self.store(loc, False), path=path,
-                                    mode="r").attrs.asdict()
-
-    def h_children(self, loc, path):
-        return list(self.zarr.open_group(self.store(loc, False), path=path,
-                                         mode="r").keys())

@@ -6,10 +6,10 @@ closed before a reader sees the central directory; that close is part of the tim
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from .base import Handle, System
+from .base import Handle
+from .zarr_python import ZarrPythonSystem
 
 
 def codecs_of(codec: dict[str, Any], itemsize: int) -> list[Any] | None:
@@ -24,7 +24,7 @@ def codecs_of(codec: dict[str, Any], itemsize: int) -> list[Any] | None:
     raise ValueError(codec)
 
 
-class Zarr3System(System):
+class Zarr3System(ZarrPythonSystem):
     def __init__(self, info: Any, root: Any) -> None:
         super().__init__(info, root)
         import zarr
@@ -41,15 +41,9 @@ class Zarr3System(System):
                             "writing process only"}
 
     def store(self, loc: str, write: bool) -> Any:
-        st, mode = self._stores.get(loc, (None, ""))
         if self.kind == "zip":
-            want = ("w" if not os.path.exists(loc) else "a") if write else "r"
-            if st is not None and (mode == "r") == (want == "r"):
-                return st
-            self.close(loc)
-            st = self.zarr.storage.ZipStore(loc, mode=want)
-            self._stores[loc] = (st, want)
-            return st
+            return self.zip_store(loc, write)
+        st, _ = self._stores.get(loc, (None, ""))
         if st is None:
             st = (self.zarr.storage.MemoryStore() if self.kind == "memory"
                   else self.zarr.storage.LocalStore(loc))
@@ -78,26 +72,8 @@ class Zarr3System(System):
             fill_value=0, overwrite=True)
         return Handle(a)
 
-    def open(self, loc, name, write=False) -> Handle:
-        return Handle(self.zarr.open_array(self.store(loc, write), path=name,
-                                           mode="r+" if write else "r"))
-
     # -- hierarchy -----------------------------------------------------------------------
-
-    def h_root(self, loc):
-        return self.zarr.open_group(self.store(loc, True), mode="w")
-
-    def h_group(self, parent, name):
-        return parent.create_group(name)
 
     def h_array(self, group, name, attrs):
         group.create_array(name, shape=(16,), chunks=(16,), dtype="int32", fill_value=0,
                            attributes=attrs)
-
-    def h_attrs(self, loc, path):
-        return self.zarr.open_array(self.store(loc, False), path=path,
-                                    mode="r").attrs.asdict()
-
-    def h_children(self, loc, path):
-        return list(self.zarr.open_group(self.store(loc, False), path=path,
-                                         mode="r").keys())
