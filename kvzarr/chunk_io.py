@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from . import plain_chunks
 from .byteranges import ByteRequest, RangeRequest, coalesce_ranges
 from .codecs.base import ChunkArraySpec
 from .codecs.bytes import BytesCodec
@@ -185,19 +186,34 @@ class ChunkIO:
         # Validate and convert the value before anything is read or written, so a bad
         # value leaves the store as it was.
         values = prepare_value(value, indexer, self.dtype)
-        projections = list(indexer)
-        if not projections:
+        transactional = self.store.capabilities.transactional
+        # Plain-bytes whole chunks of a slice selection: encoded in bulk, box by box.
+        box = (plain_chunks.find_box(indexer, self._regular_spec.shape)
+               if transactional and self._plain and self._regular_spec is not None
+               else None)
+        if box is None:
+            projections = list(indexer)
+            boxes: list[list[range]] = []
+        else:
+            projections = list(indexer.projections_outside(box))
+            boxes = list(plain_chunks.slabs(box, self._nbytes_plain(), _AHEAD_BYTES))
+        if not projections and not boxes:
             return
         pointwise = isinstance(indexer, (CoordinateIndexer, MaskIndexer))
-        ready: list[tuple[str, bytes | None]] = []
-        if self.store.capabilities.transactional:
+        ready: list[tuple[str, Any]] = []
+        if transactional:
             # Whole chunks do not depend on what is stored: encode them before the write
             # transaction, so the store's writer lock is held for the puts and the commit
             # only, and writers in other processes compress at the same time.
-            ready, projections = self._encode_ahead(projections, values)
+            if boxes:
+                ready = self._encode_box(indexer, boxes.pop(0), values)
+            ready_more, projections = self._encode_ahead(projections, values)
+            ready += ready_more
         partial = self.pipeline.supports_partial
         with self.store.transaction():
             self._store_encoded(ready)
+            for slab in boxes:
+                self._store_encoded(self._encode_box(indexer, slab, values))
             batch: list[ChunkProjection] = []
             batch_bytes = 0
             for p in projections:
@@ -261,7 +277,17 @@ class ChunkIO:
             append((key(p.chunk_coords), None if data == fill else data))
         return out
 
-    def _store_encoded(self, items: list[tuple[str, bytes | None]]) -> None:
+    def _nbytes_plain(self) -> int:
+        return math.prod(self._regular_spec.shape) * self.dtype.itemsize
+
+    def _encode_box(self, indexer: Indexer, box: list[range], values: np.ndarray
+                    ) -> list[tuple[str, Any]]:
+        stored = self.pipeline.array_bytes._stored_dtype(self.metadata.data_type)
+        fill = None if self.config.write_empty_chunks else self._fill_bytes()
+        return plain_chunks.encode_box(values, indexer, box, self._regular_spec.shape, stored,
+                                       self.metadata.chunk_key_encoding, self.prefix, fill)
+
+    def _store_encoded(self, items: list[tuple[str, Any]]) -> None:
         puts = [(k, v) for k, v in items if v is not None]
         erases = [k for k, v in items if v is None]
         if puts:

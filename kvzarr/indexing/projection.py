@@ -124,6 +124,30 @@ class ProductIndexer(Indexer):
                                             product(*self._comps), product(*self._outs)):
             yield ChunkProjection(coords, csel, osel, all(comp))
 
+    def projections_outside(self, box: list[range]) -> Iterator[ChunkProjection]:
+        """The projections of the chunks outside ``box`` (one range of positions into
+        each dimension's projections), for a caller that handles the chunks inside the
+        box in bulk. The complement is cut into products (inside the box on the dims
+        before ``d``, outside it on ``d``, anything after), so every chunk comes once
+        and chunks inside the box cost nothing. Dims selected by an int are not
+        supported (their output selections are not per chunk)."""
+        if len(box) != len(self._dims) or self.drop_axes:
+            raise ValueError("a box needs one range per dimension and no int dimension")
+        every = [range(len(d)) for d in self._dims]
+        for d, inside in enumerate(box):
+            outside = [i for i in every[d] if i not in inside]
+            if outside:
+                yield from self._product(list(box[:d]) + [outside] + every[d + 1:])
+
+    def _product(self, positions: list[Any]) -> Iterator[ChunkProjection]:
+        def pick(lists: list[list[Any]]) -> list[list[Any]]:
+            return [[entries[i] for i in chosen] for entries, chosen in zip(lists, positions)]
+        for coords, csel, comp, osel in zip(product(*pick(self._coords)),
+                                            product(*pick(self._csels)),
+                                            product(*pick(self._comps)),
+                                            product(*pick(self._outs))):
+            yield ChunkProjection(coords, csel, osel, all(comp))
+
     @property
     def dim_projections(self) -> list[DimProjection]:
         return self._dims

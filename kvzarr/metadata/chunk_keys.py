@@ -38,6 +38,20 @@ class ChunkKeyEncoding:
             return "0"
         return self.separator.join(map(str, coords))
 
+    def encode_grid(self, coords: Sequence[Sequence[int]]) -> list[str]:
+        """The keys of every chunk in the Cartesian product of per-dimension ``coords``,
+        in C order: the same keys as :meth:`encode` of each, built a dimension at a time
+        (a big write names tens of thousands of chunks)."""
+        if not coords:
+            return [self.encode(())]
+        sep = self.separator
+        head = "c" + sep if self.name == "default" else ""
+        keys = [head + str(i) for i in coords[0]]
+        for dim in coords[1:]:
+            tails = [sep + str(i) for i in dim]
+            keys = [k + t for k in keys for t in tails]
+        return keys
+
     def decode(self, key: str, ndim: int) -> tuple[int, ...] | None:
         """Grid coordinates of a relative chunk key, or None if it is not a chunk key of
         an array with ``ndim`` dimensions."""

@@ -1,0 +1,140 @@
+"""Bulk encoding of whole plain-bytes chunks (kvzarr/plain_chunks.py): the box, the chunks
+outside it, the keys, and whole writes that store exactly the bytes the chunk-by-chunk
+path stores (a filesystem store takes that path; memory and LMDB take the bulk one)."""
+
+from __future__ import annotations
+
+import tempfile
+from itertools import product
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import kvzarr
+from kvzarr.grid import ChunkGrid
+from kvzarr.indexing import BasicIndexer
+from kvzarr.metadata.chunk_keys import ChunkKeyEncoding
+from kvzarr.plain_chunks import find_box, slabs
+from kvzarr.stores.filesystem import FilesystemStore
+from kvzarr.stores.lmdb import LMDBStore
+from kvzarr.stores.memory import MemoryStore
+
+
+@st.composite
+def selections(draw, shape):
+    """A basic selection of slices (mostly step 1, sometimes a step over chunks of 1)."""
+    out = []
+    for n in shape:
+        start = draw(st.integers(0, n - 1))
+        stop = draw(st.integers(start + 1, n))
+        step = draw(st.sampled_from([1, 1, 1, 2]))
+        out.append(slice(start, stop, step))
+    return tuple(out)
+
+
+@st.composite
+def layouts(draw):
+    ndim = draw(st.integers(1, 3))
+    shape = tuple(draw(st.integers(1, 12)) for _ in range(ndim))
+    chunks = tuple(draw(st.sampled_from([1, 2, 3, n])) if n > 1 else 1 for n in shape)
+    chunks = tuple(min(c, n) for c, n in zip(chunks, shape))
+    return shape, chunks
+
+
+@settings(max_examples=200, deadline=None)
+@given(layouts(), st.data())
+def test_box_and_outside_are_every_projection_once(layout, data):
+    shape, chunks = layout
+    sel = data.draw(selections(shape))
+    ix = BasicIndexer(sel, ChunkGrid.from_sizes(shape, chunks))
+    every = {p.chunk_coords: p for p in ix}
+    box = find_box(ix, chunks)
+    if box is None:
+        assert not any(p.is_complete_chunk and _full(p, chunks) for p in every.values())
+        return
+    inside = {tuple(d.coords[i] for d, i in zip(ix.dim_projections, pos))
+              for pos in product(*box)}
+    outside = list(ix.projections_outside(box))
+    assert len(outside) + len(inside) == len(every)
+    assert {p.chunk_coords for p in outside} | inside == set(every)
+    for p in outside:
+        assert p == every[p.chunk_coords]
+    for coords in inside:   # the box holds only chunks written whole
+        assert every[coords].is_complete_chunk and _full(every[coords], chunks)
+    pieces = list(slabs(box, 7, 20))
+    assert [i for piece in pieces for i in piece[0]] == list(box[0])
+
+
+def _full(p, chunks):
+    return all(s.stop - s.start == c for s, c in zip(p.out_selection, chunks))
+
+
+@given(st.lists(st.lists(st.integers(0, 120), min_size=1, max_size=4), max_size=3),
+       st.sampled_from([("default", "/"), ("default", "."), ("v2", "."), ("v2", "/")]))
+def test_encode_grid_is_encode_of_each(coords, encoding):
+    enc = ChunkKeyEncoding(*encoding)
+    assert enc.encode_grid(coords) == [enc.encode(c) for c in product(*coords)]
+
+
+DTYPES = ["uint8", "<i2", ">i4", "float32", ">f8", "complex64", "bool"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(layouts(), st.sampled_from(DTYPES), st.booleans(), st.data())
+def test_bulk_writes_store_what_chunk_by_chunk_writes_store(layout, dtype, empty, data):
+    shape, chunks = layout
+    endian = "big" if dtype.startswith(">") else "little"
+    writes = []
+    for _ in range(data.draw(st.integers(1, 3))):
+        sel = data.draw(selections(shape))
+        part = np.zeros(shape, dtype=dtype)[sel].shape
+        seed = data.draw(st.integers(0, 2 ** 16))
+        zeros = data.draw(st.booleans())     # fill-valued chunks are erased, not written
+        writes.append((sel, np.zeros(part, dtype) if zeros else _random(part, dtype, seed)))
+    want = np.zeros(shape, dtype=dtype)
+    for sel, value in writes:
+        want[sel] = value
+    with tempfile.TemporaryDirectory() as tmp:
+        stores = {"fs": FilesystemStore(Path(tmp) / "fs"), "memory": MemoryStore(),
+                  "lmdb": LMDBStore(Path(tmp) / "a.lmdb")}
+        for store in stores.values():
+            a = kvzarr.create_array(
+                store, name="a", shape=shape, dtype=np.dtype(dtype).newbyteorder("="),
+                chunks=chunks, fill_value=0, compressors=None,
+                serializer={"name": "bytes", "configuration": {"endian": endian}},
+                config={"write_empty_chunks": empty})
+            for sel, value in writes:
+                a[sel] = value
+            np.testing.assert_array_equal(a[...], want)
+        reference = _chunks(stores.pop("fs"))
+        for name, store in stores.items():
+            assert _chunks(store) == reference, name
+        stores["lmdb"].close()
+
+
+def _random(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    raw = rng.integers(0, 256, size=int(np.prod(shape)) * np.dtype(dtype).itemsize,
+                       dtype=np.uint8)
+    return np.frombuffer(raw.tobytes(), dtype=np.dtype(dtype).newbyteorder("=")).reshape(shape)
+
+
+def _chunks(store):
+    return {k: store.get(k) for k in store.list_prefix("a/c/")}
+
+
+def test_a_write_of_more_than_one_block_stores_every_slab(monkeypatch):
+    # cut the box into many slabs: the later ones are encoded inside the transaction
+    from kvzarr import chunk_io
+    monkeypatch.setattr(chunk_io, "_AHEAD_BYTES", 3 * 4 * 4 * 8)
+    store = MemoryStore()
+    a = kvzarr.create_array(store, name="a", shape=(40, 9), dtype="float64", chunks=(4, 4),
+                            compressors=None)
+    value = np.arange(360, dtype="float64").reshape(40, 9) + 1
+    a[...] = value
+    np.testing.assert_array_equal(a[...], value)
+    assert len(list(store.list_prefix("a/c/"))) == 10 * 3
