@@ -60,6 +60,10 @@ class Store(ABC):
     capabilities: Capabilities = Capabilities()
     #: longest key in UTF-8 bytes the backend takes, or None for no limit
     max_key_bytes: int | None = None
+    #: True when ``_set_many`` copies every value into the backend before it returns
+    #: (LMDB into its map): then ``set_many`` hands read-only buffers down as they are,
+    #: where other stores, which keep the value object, get a bytes copy
+    copies_values: bool = False
 
     def __init__(self, *, read_only: bool = False) -> None:
         self.read_only = read_only
@@ -201,7 +205,8 @@ class Store(ABC):
     def set_many(self, items: Iterable[tuple[str, bytes]]) -> None:
         """Store several values in one write transaction."""
         self._check_writable()
-        checked = [(check_key(k, self.max_key_bytes), _as_bytes(v)) for k, v in items]
+        value_of = _as_buffer if self.copies_values else _as_bytes
+        checked = [(check_key(k, self.max_key_bytes), value_of(v)) for k, v in items]
         with self.transaction():
             self._set_many(checked)
 
@@ -328,6 +333,16 @@ class Store(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+def _as_buffer(value: Any) -> Any:
+    """``value`` as bytes or a read-only, one-dimensional byte memoryview (no copy);
+    writable buffers are copied, since the caller could change them before the
+    transaction ends."""
+    if type(value) is memoryview and value.readonly and value.ndim == 1 \
+            and value.itemsize == 1 and value.c_contiguous:
+        return value
+    return _as_bytes(value)
 
 
 def _as_bytes(value: Any) -> bytes:

@@ -28,6 +28,7 @@ import array
 import threading
 from typing import Any
 
+import numpy as np
 import pytest
 
 from ..byteranges import OffsetRequest, RangeRequest, SuffixRequest
@@ -235,6 +236,24 @@ class StoreConformance:
         store.set_many(iter(items))         # any iterable
         assert list(store.list_prefix("many/")) == [k for k, _ in items]
         assert store.get_many([k for k, _ in items]) == [v for _, v in items]
+
+    def test_set_many_buffer_values(self, store: Store) -> None:
+        # Read-only views of one block (what a bulk array write hands down) are stored
+        # as their bytes; a writable buffer changed after the call changes nothing,
+        # also when the transaction is still open (LMDB may replay it after map growth).
+        block = np.arange(64, dtype=np.uint8)
+        block.flags.writeable = False
+        flat = memoryview(block)
+        scratch = bytearray(b"before")
+        with store.transaction():
+            store.set_many([(f"views/{i}", flat[i * 16:(i + 1) * 16]) for i in range(4)]
+                           + [("views/scratch", scratch)])
+            scratch[:] = b"after!"
+            store.set("views/big", bytes(1 << 20))
+        assert store.get_many([f"views/{i}" for i in range(4)]) == [
+            bytes(range(i * 16, (i + 1) * 16)) for i in range(4)]
+        assert store.get("views/scratch") == b"before"
+        assert all(type(v) is bytes for v in store.get_many(["views/0", "views/scratch"]))
 
     def test_set_many_later_item_wins(self, store: Store) -> None:
         store.set_many([("k", b"first"), ("j", b"j"), ("k", b"second")])

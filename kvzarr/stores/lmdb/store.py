@@ -70,6 +70,7 @@ class LMDBStore(Store):
     capabilities = Capabilities(partial_reads=True, partial_writes=True, transactional=True,
                                 multi_process=True)
     max_key_bytes = None
+    copies_values = True   # puts copy into the map (a replay after map growth keeps them)
 
     def __init__(self, path: str | os.PathLike, *, read_only: bool = False,
                  durability: str = "full", map_size_start: int = 1 << 20,
