@@ -63,6 +63,7 @@ class SQLStore(Store):
 
     capabilities = Capabilities(partial_reads=True, partial_writes=True, transactional=True,
                                 multi_process=True)
+    copies_values = True   # the driver binds each value (SQLite copies it, psycopg2 quotes it)
 
     def __init__(self, url_or_path: str | os.PathLike, *, read_only: bool = False,
                  busy_timeout: float = 5.0, retries: int = 5, table: str | None = None,
