@@ -7,6 +7,9 @@ small selection needs (``decode_partial``). A write does its read-modify-write o
 partly covered chunk inside ONE write transaction, so on a transactional store two
 processes writing different elements of one chunk both survive; a chunk that ends up
 equal to the fill value is erased instead of stored (unless ``write_empty_chunks``).
+Whole chunks are encoded before the write transaction begins; on a plain-bytes regular
+array, those a slice selection covers are laid out in one strided copy
+(:mod:`kvzarr.plain_chunks`).
 """
 
 from __future__ import annotations

@@ -61,8 +61,10 @@ class Store(ABC):
     #: longest key in UTF-8 bytes the backend takes, or None for no limit
     max_key_bytes: int | None = None
     #: True when ``_set_many`` copies every value into the backend before it returns
-    #: (LMDB into its map): then ``set_many`` hands read-only buffers down as they are,
-    #: where other stores, which keep the value object, get a bytes copy
+    #: (LMDB into its map, an SQL driver when it binds): then ``set_many`` hands
+    #: read-only memoryviews down as they are, where stores that keep the value object
+    #: get a bytes copy. Such a view must not change until the transaction ends (LMDB
+    #: replays a transaction's writes after growing its map).
     copies_values: bool = False
 
     def __init__(self, *, read_only: bool = False) -> None:
