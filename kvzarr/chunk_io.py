@@ -266,8 +266,7 @@ class ChunkIO:
         the fill chunk's bytes. The loop is the whole cost of writing many small chunks,
         so it calls nothing it does not need; edge chunks (padded) go the general way."""
         shape = self._regular_spec.shape
-        stored = self.pipeline.array_bytes._stored_dtype(self.metadata.data_type)
-        fill = None if self.config.write_empty_chunks else self._fill_bytes()
+        stored, fill = self._plain_layout()
         key = self.key
         out: list[tuple[str, bytes | None]] = []
         append = out.append
@@ -283,10 +282,15 @@ class ChunkIO:
     def _nbytes_plain(self) -> int:
         return math.prod(self._regular_spec.shape) * self.dtype.itemsize
 
+    def _plain_layout(self) -> tuple[np.dtype, bytes | None]:
+        """For plain-bytes chunks: the dtype of the stored bytes, and the fill chunk's
+        bytes (None when empty chunks are written too)."""
+        stored = self.pipeline.array_bytes._stored_dtype(self.metadata.data_type)
+        return stored, None if self.config.write_empty_chunks else self._fill_bytes()
+
     def _encode_box(self, indexer: Indexer, box: list[range], values: np.ndarray
                     ) -> list[tuple[str, Any]]:
-        stored = self.pipeline.array_bytes._stored_dtype(self.metadata.data_type)
-        fill = None if self.config.write_empty_chunks else self._fill_bytes()
+        stored, fill = self._plain_layout()
         return plain_chunks.encode_box(values, indexer, box, self._regular_spec.shape, stored,
                                        self.metadata.chunk_key_encoding, self.prefix, fill)
 
