@@ -208,9 +208,11 @@ class ChunkIO:
             # Whole chunks do not depend on what is stored: encode them before the write
             # transaction, so the store's writer lock is held for the puts and the commit
             # only, and writers in other processes compress at the same time.
+            budget = _AHEAD_BYTES
             if boxes:
                 ready = self._encode_box(indexer, boxes.pop(0), values)
-            ready_more, projections = self._encode_ahead(projections, values)
+                budget -= len(ready) * self._nbytes_plain()
+            ready_more, projections = self._encode_ahead(projections, values, budget)
             ready += ready_more
         partial = self.pipeline.supports_partial
         with self.store.transaction():
@@ -234,15 +236,16 @@ class ChunkIO:
     def _nbytes(self, p: ChunkProjection) -> int:
         return math.prod(self.spec(p.chunk_coords).shape) * max(self.dtype.itemsize, 8)
 
-    def _encode_ahead(self, projections: list[ChunkProjection], values: np.ndarray
-                      ) -> tuple[list[tuple[str, bytes | None]], list[ChunkProjection]]:
-        """Encode the whole chunks among ``projections`` (up to ``_AHEAD_BYTES`` of them);
-        return (key, bytes or None to erase) pairs and the projections left to do."""
+    def _encode_ahead(self, projections: list[ChunkProjection], values: np.ndarray,
+                      budget: int) -> tuple[list[tuple[str, bytes | None]],
+                                            list[ChunkProjection]]:
+        """Encode the whole chunks among ``projections`` (about ``budget`` bytes of
+        them); return (key, bytes or None to erase) pairs and the projections left."""
         ahead: list[ChunkProjection] = []
         rest: list[ChunkProjection] = []
         total = 0
         for p in projections:
-            if p.is_complete_chunk and total < _AHEAD_BYTES:
+            if p.is_complete_chunk and total < budget:
                 ahead.append(p)
                 total += self._nbytes(p)
             else:
