@@ -87,13 +87,8 @@ def prepare_many(items: Iterable[tuple[str, bytes]]) -> tuple[list[tuple[bytes, 
     size = 0
     for key, value in items:
         kb = key.encode("utf-8")
-        n = len(value) + len(kb) + 16
-        if len(kb) > MAX_KEY_BYTES:
-            append((stored_key(kb), wrap(kb, value)))
-            size += footprint(len(kb), len(value))
-        else:
-            append((kb, value))
-            size += -(-(n - len(kb)) // 4096) * 4096 if n > 2048 else 2 * n
+        size += footprint(len(kb), len(value))
+        append((kb, value) if len(kb) <= MAX_KEY_BYTES else (stored_key(kb), wrap(kb, value)))
     return out, size
 
 
