@@ -18,6 +18,7 @@ from .chunk_io import ArrayConfig
 from .creation import build_array_metadata
 from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError
 from .group import Group, node_from_metadata
+from .memo import BoundedMemo
 from .metadata.v3 import ArrayMetadata, GroupMetadata, load_json, parse_node_metadata
 from .node import metadata_key, normalize_path, read_node_metadata
 from .stores import Store, open_store
@@ -84,7 +85,7 @@ def _prepare_node_path(store: Store, path: str, overwrite: bool) -> None:
 
 #: zarr.json bytes -> node_type of small documents: the parent of many new arrays is
 #: read once per create
-_NODE_TYPES: dict[bytes, str] = {}
+_NODE_TYPES = BoundedMemo(256)
 _NODE_TYPE_DOC_MAX = 4096
 
 
@@ -98,9 +99,7 @@ def _node_type(data: bytes, path: str) -> str:
             # not a v3 node: let the full parser say what is wrong with it
             parse_node_metadata(doc, "/" + path)
         if len(data) <= _NODE_TYPE_DOC_MAX:
-            if len(_NODE_TYPES) >= 256:
-                _NODE_TYPES.clear()
-            _NODE_TYPES[data] = node_type
+            _NODE_TYPES.keep(data, node_type)
     return node_type
 
 

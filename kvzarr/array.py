@@ -22,6 +22,7 @@ from .codecs.pipeline import CodecPipeline
 from .errors import ArrayIndexError, ShapeMismatchError
 from .indexing import (BasicIndexer, BlockIndexer, CoordinateIndexer, Indexer, MaskIndexer,
                        OrthogonalIndexer, classify_selection)
+from .memo import BoundedMemo
 from .metadata.v3 import ArrayMetadata
 from .grid import chunk_grid_to_json
 from .node import Node
@@ -33,8 +34,7 @@ _DEFAULT_CONFIG = ArrayConfig()
 #: (ids of the codecs, id of the data type, codec shapes) -> (the objects whose ids are in
 #: the key, evolved pipeline, evolved codecs or None); holding the objects keeps their ids
 #: from being reused
-_EVOLVED: dict[tuple[Any, ...], tuple[Any, CodecPipeline, tuple[Any, ...] | None]] = {}
-_EVOLVED_MAX = 256
+_EVOLVED = BoundedMemo(256)
 
 
 def build_pipeline(metadata: ArrayMetadata, config: ArrayConfig) -> CodecPipeline:
@@ -58,10 +58,7 @@ def _pipeline_for(metadata: ArrayMetadata, config: ArrayConfig
         evolved = pipeline.codecs
         changed = len(evolved) != len(codecs) or any(
             a is not b for a, b in zip(evolved, codecs))
-        hit = ((codecs, data_type), pipeline, evolved if changed else None)
-        if len(_EVOLVED) >= _EVOLVED_MAX:
-            _EVOLVED.clear()
-        _EVOLVED[key] = hit
+        hit = _EVOLVED.keep(key, ((codecs, data_type), pipeline, evolved if changed else None))
     return hit[1], hit[2]
 
 

@@ -16,6 +16,7 @@ from .codecs.base import Codec
 from .codecs.registry import codec_from_json
 from .errors import MetadataError
 from .grid import ChunkGrid, FixedDimension, VaryingDimension
+from .memo import BoundedMemo
 from .metadata.chunk_keys import ChunkKeyEncoding, parse_chunk_key_encoding
 from .metadata.dtypes import DataType, data_type_from_numpy
 from .metadata.v3 import ArrayMetadata
@@ -91,7 +92,7 @@ def default_compressors() -> list[Codec]:
 
 
 #: (type, dtype as given) -> DataType; data types are immutable
-_DATA_TYPES: dict[tuple[type, Any], DataType] = {}
+_DATA_TYPES = BoundedMemo(256)
 
 
 def _data_type(dtype: Any) -> DataType:
@@ -101,10 +102,7 @@ def _data_type(dtype: Any) -> DataType:
     except TypeError:   # unhashable: an extension data type object
         return data_type_from_numpy(dtype)
     if found is None:
-        found = data_type_from_numpy(dtype)
-        if len(_DATA_TYPES) >= 256:
-            _DATA_TYPES.clear()
-        _DATA_TYPES[key] = found
+        found = _DATA_TYPES.keep(key, data_type_from_numpy(dtype))
     return found
 
 

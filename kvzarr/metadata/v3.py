@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import MetadataError, UnsupportedExtensionError
 from ..grid import ChunkGrid, chunk_grid_to_json, parse_chunk_grid
+from ..memo import BoundedMemo
 from .chunk_keys import ChunkKeyEncoding, parse_chunk_key_encoding
 from .dtypes import DataType, parse_data_type
 from .extensions import may_ignore
@@ -154,8 +155,7 @@ def parse_node_metadata(data: bytes | str | dict[str, Any], path: str | None = N
 
 #: (member, repr of its JSON value) -> parsed value; values are immutable, so arrays
 #: share them. Bounded in entries and in key length (a long rectilinear grid is not kept).
-_MEMO: dict[tuple[str, str], Any] = {}
-_MEMO_MAX = 1024
+_MEMO = BoundedMemo(1024)
 _MEMO_KEY_MAX = 4096
 
 
@@ -168,9 +168,7 @@ def _memoized(member: str, doc: Any, parse: Callable[[Any], Any]) -> Any:
     if value is None:
         value = parse(doc)
         if len(key[1]) <= _MEMO_KEY_MAX:
-            if len(_MEMO) >= _MEMO_MAX:
-                _MEMO.clear()
-            _MEMO[key] = value
+            _MEMO.keep(key, value)
     return value
 
 
