@@ -15,15 +15,13 @@ array, those a slice selection covers are laid out in one strided copy
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from . import plain_chunks
+from . import plain_chunks, workers
 from .byteranges import ByteRequest, RangeRequest, coalesce_ranges
 from .codecs.base import ChunkArraySpec
 from .codecs.bytes import BytesCodec
@@ -34,8 +32,6 @@ from .indexing import to_orthogonal
 from .metadata.v3 import ArrayMetadata
 from .stores.base import Store
 
-_POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2),
-                           thread_name_prefix="kvzarr-codec")
 #: below this many encoded bytes in a batch, threads cost more than they save
 _POOL_MIN_BYTES = 512 * 1024
 #: raw bytes of chunks encoded before they are handed to the store in one set_many
@@ -408,12 +404,12 @@ def _run(fn: Callable[[Any], Any], items: Iterable[Any], parallel: bool) -> list
     threads in a few contiguous groups: one task per item costs more than a small chunk's
     whole decode."""
     items = list(items)
-    if not parallel or len(items) < 2:
+    if not parallel or len(items) < 2 or workers.in_worker():
         return [fn(item) for item in items]
-    groups = min(len(items), _POOL._max_workers * 4)
+    groups = min(len(items), workers.WORKERS * 4)
     size = -(-len(items) // groups)
     parts = [items[i:i + size] for i in range(0, len(items), size)]
     out: list[Any] = []
-    for part in _POOL.map(lambda part: [fn(item) for item in part], parts):
+    for part in workers.POOL.map(lambda part: [fn(item) for item in part], parts):
         out.extend(part)
     return out
