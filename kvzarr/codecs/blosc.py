@@ -19,8 +19,9 @@ Promises:
 * Encoding goes through numcodecs' Blosc with the same parameters zarr-python passes
   (including ``typesize``), single-threaded, so the bytes are identical to zarr-python's.
   Blosc's own threads stay off: they would make the block layout depend on thread
-  timing, and the array layer already runs codecs in a thread pool (the compressors
-  release the GIL).
+  timing. The array layer runs codecs in a thread pool (the compressors release the
+  GIL); a large chunk encoded alone has its blocks compressed on that pool and laid out
+  in order, which gives the single-threaded bytes (:mod:`.blosc_blocks`).
 * Corrupt input raises :class:`CodecError`; the header's compressed size must equal the
   length of the data (blosc itself would read past the end of a truncated chunk).
 """
@@ -32,6 +33,7 @@ from typing import Any
 import numcodecs.blosc as _nc_blosc
 
 from ..errors import CodecError, MetadataError
+from . import blosc_blocks
 from .base import BytesBytesCodec, ChunkArraySpec
 from .registry import register_codec
 
@@ -98,9 +100,9 @@ class BloscCodec(BytesBytesCodec):
 
     def encode(self, data: bytes, spec: ChunkArraySpec) -> bytes:
         try:
-            return _nc_blosc.compress(data, self.cname.encode("ascii"), self.clevel,
-                                      _SHUFFLE_INT[self.shuffle], self.blocksize,
-                                      self.typesize)
+            return blosc_blocks.compress(data, self.cname.encode("ascii"), self.clevel,
+                                         _SHUFFLE_INT[self.shuffle], self.blocksize,
+                                         self.typesize)
         except Exception as e:  # e.g. a buffer over blosc's 2 GiB limit
             raise CodecError(f"blosc could not compress the chunk: {e}") from e
 
