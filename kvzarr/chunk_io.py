@@ -316,7 +316,7 @@ class ChunkIO:
                 return None
             return data
         if (not self.config.write_empty_chunks
-                and self.metadata.data_type.is_fill(chunk, self.metadata.fill_value)):
+                and self.metadata.data_type.chunk_is_fill(chunk, self.metadata.fill_value)):
             return None
         return self.pipeline.encode(chunk, spec)
 

@@ -259,7 +259,7 @@ class ShardingCodec(ArrayBytesCodec):
     # -- inner chunks --------------------------------------------------------------------
 
     def _encode_inner(self, block: np.ndarray, spec: ChunkArraySpec) -> bytes | None:
-        if not spec.write_empty_chunks and spec.data_type.is_fill(block, spec.fill_value):
+        if not spec.write_empty_chunks and spec.data_type.chunk_is_fill(block, spec.fill_value):
             return None
         return self.codecs.encode(block, spec)
 

@@ -299,6 +299,40 @@ def test_is_fill_int_bool_complex_raw():
     assert not r.is_fill(chunk, r.fill_from_json([2, 1]))
 
 
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.sampled_from(["float32", "float64", "int16", "bool", "complex64",
+                             "uint8", "r16"]),
+       shape=st.lists(st.integers(1, 4), min_size=0, max_size=3),
+       strided=st.booleans(), where=st.integers(0, 63), seed=st.integers(0, 2 ** 16),
+       fill_json=st.sampled_from([0, 1, "NaN", -0.0]))
+def test_chunk_is_fill_equals_is_fill(name, shape, strided, where, seed, fill_json):
+    """The first-element shortcut gives is_fill's answer: all fill, fill but one
+    element (the first or another), NaN and -0.0 fills, strided views, 0-d chunks."""
+    dtype = parse_data_type(name)
+    if name == "r16":
+        fill_json = [0, 0] if fill_json == 0 else [1, 2]
+    elif name == "bool":
+        fill_json = bool(fill_json == 1)
+    elif name in ("int16", "uint8") and not isinstance(fill_json, int):
+        fill_json = 0
+    elif name == "complex64":
+        fill_json = [fill_json, 0]
+    fill = dtype.fill_from_json(fill_json)
+    full_shape = tuple(s * 2 for s in shape) if strided else tuple(shape)
+    chunk = np.full(full_shape, fill, dtype=dtype.numpy_dtype)
+    if strided:
+        chunk = chunk[tuple(slice(None, None, 2) for _ in shape) + (Ellipsis,)]
+    assert dtype.chunk_is_fill(chunk, fill) == dtype.is_fill(chunk, fill) is True
+    if chunk.size:
+        other = np.random.default_rng(seed).integers(1, 255, dtype.numpy_dtype.itemsize,
+                                                     dtype=np.uint8).tobytes()
+        index = np.unravel_index(where % chunk.size, chunk.shape) + (Ellipsis,)
+        chunk[index] = np.frombuffer(other, dtype=dtype.numpy_dtype)[0]
+        expected = dtype.is_fill(chunk, fill)
+        assert dtype.chunk_is_fill(chunk, fill) == expected
+
+
 # ======================================================================================
 # string
 # ======================================================================================

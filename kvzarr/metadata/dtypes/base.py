@@ -57,6 +57,13 @@ class DataType(ABC):
         Never true for a value that would read back differently."""
         return bool(np.all(chunk == fill))
 
+    def chunk_is_fill(self, chunk: np.ndarray, fill: Any) -> bool:
+        """:meth:`is_fill`, answered from the first element alone when that one differs
+        (as it does in most chunks written), without a pass over the whole chunk."""
+        if chunk.size > 1 and not self.is_fill(chunk[(slice(0, 1),) * chunk.ndim], fill):
+            return False
+        return self.is_fill(chunk, fill)
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, DataType) and self.to_json() == other.to_json()
 
