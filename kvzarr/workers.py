@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 _local = threading.local()
 
@@ -19,11 +21,43 @@ def _mark_worker() -> None:
     _local.worker = True
 
 
+class ForkSafeExecutor:
+    """A ThreadPoolExecutor that a forked child makes anew. The child has none of the
+    parent's threads, but a copied executor believes its idle ones are there and
+    would queue work that no thread ever runs."""
+
+    def __init__(self, **options: object) -> None:
+        self._options = options
+        self._forget()
+        os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        # (after a fork: the child's only thread, so nothing races this)
+        self._lock = threading.Lock()
+        self._pid: int | None = None
+        self._executor: ThreadPoolExecutor | None = None
+
+    def _current(self) -> ThreadPoolExecutor:
+        pid = os.getpid()
+        if self._pid != pid:
+            with self._lock:
+                if self._pid != pid:
+                    self._executor = ThreadPoolExecutor(**self._options)  # type: ignore[arg-type]
+                    self._pid = pid
+        return self._executor  # type: ignore[return-value]
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        return self._current().submit(fn, *args, **kwargs)
+
+    def map(self, fn: Callable[..., Any], *iterables: Iterable[Any]) -> Iterator[Any]:
+        return self._current().map(fn, *iterables)
+
+
 #: the number of threads of :data:`POOL`
 WORKERS = max(2, os.cpu_count() or 2)
 
-POOL = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="kvzarr-codec",
-                          initializer=_mark_worker)
+POOL = ForkSafeExecutor(max_workers=WORKERS, thread_name_prefix="kvzarr-codec",
+                        initializer=_mark_worker)
 
 
 def in_worker() -> bool:

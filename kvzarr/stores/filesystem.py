@@ -13,11 +13,11 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..errors import InvalidKeyError, StoreError, StoreFullError
 from ..byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
+from ..workers import ForkSafeExecutor
 from .base import Capabilities, Store
 
 #: Temporary files carry this marker in their name; listings never show them.
@@ -25,7 +25,7 @@ TEMP_MARKER = ".kvzarr-tmp-"
 
 # File reads and writes release the GIL: batches of keys go through a few threads so the
 # disk and the page cache work in parallel.
-_IO_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kvzarr-fs")
+_IO_POOL = ForkSafeExecutor(max_workers=8, thread_name_prefix="kvzarr-fs")
 
 
 class FilesystemStore(Store):

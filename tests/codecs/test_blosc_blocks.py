@@ -108,3 +108,32 @@ def test_blosc_codec_encodes_the_serial_bytes():
     encoded = codec.encode(data, spec)
     assert encoded == serial(data, b"zstd", 3, 1, 0, 4)
     assert bytes(codec.decode(encoded, spec)) == data
+
+
+def test_a_forked_child_gets_workers_of_its_own(tmp_path):
+    """After a fork the child has none of the parent's pool threads: a big chunk written
+    there must not wait forever on a pool that only exists in the parent."""
+    import multiprocessing as mp
+
+    import kvzarr
+
+    path = str(tmp_path / "forked.lmdb")
+    data = np.frombuffer(make_data("smooth", 4 << 20, 3), dtype="float32").reshape(1024, 1024)
+    blosc = [{"name": "blosc", "configuration": {"cname": "zstd", "clevel": 3,
+                                                 "shuffle": "shuffle"}}]
+    array = kvzarr.create_array(path, name="a", shape=(2048, 1024), dtype="float32",
+                                chunks=(1024, 1024), compressors=blosc)
+    array[:1024] = data                       # the parent's pool threads are running now
+    assert workers.POOL.submit(workers.in_worker).result()
+
+    def child() -> None:
+        kvzarr.open(path, path="a")[1024:] = data
+
+    proc = mp.get_context("fork").Process(target=child)
+    proc.start()
+    proc.join(timeout=60)
+    if proc.is_alive():
+        proc.kill()
+        pytest.fail("the forked child hung on the codec pool")
+    assert proc.exitcode == 0
+    np.testing.assert_array_equal(kvzarr.open(path, path="a")[:], np.vstack([data, data]))
