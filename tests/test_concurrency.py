@@ -87,25 +87,25 @@ def test_no_lost_updates_between_processes(tmp_path, sharded):
         assert lost == 0, f"{name}: {lost} lost updates"
 
 
-def _flipper(target, path, rounds, start_event):
+def _flipper(target, path, rounds, reader_ready):
     store = kvzarr.open_store(target)
     a = kvzarr.open_array(store, path=path)
-    start_event.wait()
+    reader_ready.wait(timeout=60)   # the reader is in its loop: the writes overlap it
     for k in range(1, rounds + 1):
         a[...] = k  # one transaction over all four chunks
     store.close()
 
 
-def _watcher(target, path, queue, start_event):
+def _watcher(target, path, queue, reader_ready):
     store = kvzarr.open_store(target)
     a = kvzarr.open_array(store, path=path, mode="r")
-    start_event.wait()
     torn = reads = 0
     seen = set()
     last = 0
     while last < ROUNDS:
         values = a[...]
         reads += 1
+        reader_ready.set()
         if len(set(values.tolist())) != 1:
             torn += 1
         last = int(values[0])
@@ -121,12 +121,13 @@ def test_readers_see_whole_transactions(tmp_path, kind):
     kvzarr.create_array(store, name="f", shape=(64,), chunks=(16,), dtype="int32",
                         fill_value=0)
     store.close()
-    start, queue = CONTEXT.Event(), CONTEXT.Queue()
-    writer = CONTEXT.Process(target=_flipper, args=(target, "f", ROUNDS, start))
-    reader = CONTEXT.Process(target=_watcher, args=(target, "f", queue, start))
+    # The writer starts once the reader has read: a reader whose process started late
+    # could otherwise find the writer done and see one state only.
+    reader_ready, queue = CONTEXT.Event(), CONTEXT.Queue()
+    writer = CONTEXT.Process(target=_flipper, args=(target, "f", ROUNDS, reader_ready))
+    reader = CONTEXT.Process(target=_watcher, args=(target, "f", queue, reader_ready))
     writer.start()
     reader.start()
-    start.set()
     writer.join(timeout=120)
     torn, reads, distinct = queue.get(timeout=120)
     reader.join(timeout=30)
