@@ -34,17 +34,16 @@ class ForkSafeExecutor:
     def _forget(self) -> None:
         # (after a fork: the child's only thread, so nothing races this)
         self._lock = threading.Lock()
-        self._pid: int | None = None
         self._executor: ThreadPoolExecutor | None = None
 
     def _current(self) -> ThreadPoolExecutor:
-        pid = os.getpid()
-        if self._pid != pid:
+        executor = self._executor
+        if executor is None:
             with self._lock:
-                if self._pid != pid:
+                if self._executor is None:
                     self._executor = ThreadPoolExecutor(**self._options)  # type: ignore[arg-type]
-                    self._pid = pid
-        return self._executor  # type: ignore[return-value]
+                executor = self._executor
+        return executor
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
         return self._current().submit(fn, *args, **kwargs)
