@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .array import Array
-from .chunk_io import ArrayConfig
+from .chunk_io import DEFAULT_CONFIG, ArrayConfig
 from .creation import build_array_metadata
 from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError
 from .group import Group, node_from_metadata
@@ -32,12 +32,9 @@ def _store_for(store: Any, mode: str) -> Store:
     return open_store(store, mode=mode)
 
 
-_DEFAULT_CONFIG = ArrayConfig()
-
-
 def _config(config: Any, write_empty_chunks: bool | None) -> ArrayConfig:
     if config is None and write_empty_chunks is None:
-        return _DEFAULT_CONFIG
+        return DEFAULT_CONFIG
     if isinstance(config, ArrayConfig):
         cfg = config
     else:

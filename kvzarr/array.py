@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .chunk_io import ArrayConfig, ChunkIO
+from .chunk_io import DEFAULT_CONFIG, ArrayConfig, ChunkIO
 from .codecs.base import ChunkArraySpec
 from .codecs.pipeline import CodecPipeline
 from .errors import ArrayIndexError, ShapeMismatchError
@@ -28,8 +28,6 @@ from .grid import chunk_grid_to_json
 from .node import Node
 from .point_reads import PointReader
 from .stores.base import Store
-
-_DEFAULT_CONFIG = ArrayConfig()
 
 #: (ids of the codecs, id of the data type, codec shapes) -> (the objects whose ids are in
 #: the key, evolved pipeline, evolved codecs or None); holding the objects keeps their ids
@@ -86,7 +84,7 @@ class Array(Node):
     def __init__(self, store: Store, path: str, metadata: ArrayMetadata, *,
                  read_only: bool = False, config: ArrayConfig | None = None) -> None:
         super().__init__(store, path, metadata, read_only=read_only)
-        self.config = config or _DEFAULT_CONFIG
+        self.config = config or DEFAULT_CONFIG
         self._set_metadata(metadata)
 
     def _set_metadata(self, metadata: ArrayMetadata) -> None:

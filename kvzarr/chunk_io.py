@@ -53,6 +53,10 @@ class ArrayConfig:
     coalesce_max_bytes: int = 16 * 1024 * 1024
 
 
+#: the settings of an array opened without any (shared: the config is immutable)
+DEFAULT_CONFIG = ArrayConfig()
+
+
 class StoreByteSource:
     """A ByteSource over one key of a store; nearby ranges are read as one."""
 
