@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from .codecs.bytes import BytesCodec
 from .errors import ChunkNotFoundError
 
 #: returned by :meth:`PointReader.index` for a selection this path does not handle
@@ -53,10 +52,9 @@ class PointReader:
         self.strides = tuple(reversed(strides))
         self.fill = np.asarray(io.metadata.fill_value, dtype=dtype)[()]
         # a chunk stored as plain C-order bytes: read one element out of the value
-        codecs = io.pipeline.codecs
         self.stored_dtype = None
-        if len(codecs) == 1 and isinstance(codecs[0], BytesCodec):
-            self.stored_dtype = codecs[0]._stored_dtype(io.metadata.data_type)
+        if io._plain:
+            self.stored_dtype = io.pipeline.array_bytes._stored_dtype(io.metadata.data_type)
             self.chunk_nbytes = math.prod(self.chunk_shape) * self.stored_dtype.itemsize
 
     def index(self, selection: Any) -> tuple[int, ...] | None:
