@@ -48,7 +48,7 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
     # the same stores with the durability of the peers they are compared with, to tell
     # the price of syncing apart from the price of the software
     _k("lmdb", "kvzarr LMDBStore, durability='none'", "raw-lmdb",
-       "no fsync while writing, flush() at the end", "-nosync", {"durability": "none"}),
+       "never fsynced, as zarr-python 2's LMDBStore", "-nosync", {"durability": "none"}),
     _k("sql", "kvzarr SQLStore, synchronous='NORMAL'", "raw-sqlite",
        "WAL synced at checkpoints only", "-normal", {"synchronous": "NORMAL"}),
     _k("zip", "kvzarr ZipStore, fsync=False", "raw-files", "archive rewritten, no fsync",
@@ -70,7 +70,8 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
                "raw-files", "TensorStore zarr3 on zip (read-only)", "read-only",
                {"kvstore": "zip"}),
     SystemInfo("zarr2-lmdb", "peer", "zarr2_sys", "Zarr2System", "zarr2", "raw-lmdb",
-               "zarr-python 2 LMDBStore", "sync off while writing, env.sync() at close",
+               "zarr-python 2 LMDBStore",
+               "never fsynced: sync off, and its flush()/close() skip the sync",
                {"store": "lmdb"}),
     SystemInfo("zarr2-sqlite", "peer", "zarr2_sys", "Zarr2System", "zarr2", "raw-sqlite",
                "zarr-python 2 SQLiteStore", "autocommit per key (rollback journal)",

@@ -7,8 +7,9 @@ nodes: inside one ``with store.transaction():``, so the creates share one commit
 fsync on LMDB and SQLite) instead of each being its own durable transaction. The
 transaction begins after the root group is made and commits in ``finish()``, which the
 workload times with the creates. zarr-python 2 has no transactions: its LMDBStore runs
-with sync off and is synced once by ``flush()`` in ``finish()`` (also timed); its
-SQLiteStore commits every key on its own.
+with sync off and never syncs (its ``flush()`` in ``finish()`` is timed but skips the
+sync); its SQLiteStore commits every key on its own. The ``-nosync`` variant matches
+that: ``durability="none"`` and no ``flush()``.
 """
 
 from __future__ import annotations
@@ -81,10 +82,6 @@ class KvzarrSystem(System):
         batch = self._batches.pop(loc, None)
         if batch is not None:
             batch.close()   # commits the creates
-        if self.options.get("durability") == "none":
-            # the variant without sync: made durable once at the end, as zarr-python 2's
-            # LMDBStore is by flush()
-            self.store(loc).flush()
 
     def close(self, loc: str) -> None:
         batch = self._batches.pop(loc, None)

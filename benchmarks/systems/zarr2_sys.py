@@ -3,9 +3,11 @@ their default options. Runs in its own environment: zarr-python 2 and 3 are both
 ``import zarr``.
 
 zarr-python 2 has no sharding (W3's sharded parts are "n/a"). Its LMDBStore runs with
-sync off and is synced by ``flush()``/``close()``, its SQLiteStore commits each key on
-its own, its ZipStore must be closed before the archive is readable: each of those is
-part of the timed write, as a user has to do it.
+sync off and never syncs: its ``flush()`` calls ``env.sync()`` without ``force``, which
+LMDB skips for an environment opened without sync, and ``close()`` does not sync either
+(strace shows no fsync, fdatasync or msync). Its SQLiteStore commits each key on its
+own, its ZipStore must be closed before the archive is readable: each of those is part
+of the timed write, as a user has to do it.
 """
 
 from __future__ import annotations
