@@ -319,12 +319,7 @@ class SharedEnv:
     def _drop_inherited(self) -> bool:
         """Close the handle inherited from the parent if that is safe; report whether
         it was closed."""
-        if self._lock_fd is not None:
-            _close_quietly(self._lock_fd)   # our copy only; the parent keeps its flock
-            self._lock_fd = None
-        if self._map_lock_fd is not None:
-            _close_quietly(self._map_lock_fd)
-            self._map_lock_fd = None
+        self._close_lock_files()   # our copies only; the parent keeps its flocks
         if self.gate.active:
             return False
         try:
@@ -446,12 +441,14 @@ class SharedEnv:
             self._drop_inherited()
             return
         self.env.close()
-        if self._lock_fd is not None:
-            _close_quietly(self._lock_fd)
-            self._lock_fd = None
-        if self._map_lock_fd is not None:
-            _close_quietly(self._map_lock_fd)
-            self._map_lock_fd = None
+        self._close_lock_files()
+
+    def _close_lock_files(self) -> None:
+        for name in ("_lock_fd", "_map_lock_fd"):
+            fd = getattr(self, name)
+            if fd is not None:
+                _close_quietly(fd)
+                setattr(self, name, None)
 
 
 def _size_of(path: str) -> int:
