@@ -109,7 +109,8 @@ class SQLStore(Store):
         """The row of a read statement that returns at most one (a primary-key lookup, a
         page of keys as one string), in this thread's transaction or, outside one, as a
         statement of its own on an idle connection (a single statement in autocommit
-        mode reads one snapshot; no BEGIN needed)."""
+        mode reads one snapshot; no BEGIN needed). :meth:`_reading` written out without
+        its generator: this is every single-key read's path."""
         txn = self._current_transaction()
         try:
             if txn is not None:
