@@ -9,7 +9,6 @@ environment only; it is not a dependency of kvzarr).
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
