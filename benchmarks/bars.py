@@ -1,0 +1,104 @@
+"""The issues' speed bars, checked against one run: each bar with its numbers and whether
+it holds. A bar whose systems did not run (or ran without a number) is left out, so a
+run of a few systems checks just what it measured. Standard library only; the report
+(report.py) renders them.
+
+The core bars (kvzarr on a directory against zarr-python 3's LocalStore) and the
+transactional-store bars (LMDB and SQLite against zarr-python 2's stores, TensorStore and
+the raw engines). "Best of" a list means the best of those that lost no element.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: TensorStore on every kvstore it was run on, and zarr-python 2's LMDBStore
+LMDB_PEERS = ["ts-file", "ts-ocdbt", "ts-zip", "zarr2-lmdb"]
+#: the same-durability variants, shown beside a default store's W6 row
+EQUAL_DURABILITY = {"kvzarr-lmdb": "kvzarr-lmdb-nosync", "kvzarr-sql": "kvzarr-sql-normal"}
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    ours: float               # our median, or the elements we lost
+    theirs: tuple[str, float] | None   # (system, median) compared with; None for losses
+    ratio: float | None
+    passed: bool
+
+
+class Bars:
+    def __init__(self, res: Any) -> None:
+        self.res = res      # report.Results
+        self.found: list[Bar] = []
+
+    def best(self, systems: list[str], workload: str, metric: str
+             ) -> tuple[str, float] | None:
+        res = self.res
+        found = [(v, s) for s in systems if s in res.systems
+                 and (v := res.value(s, workload, metric)) is not None
+                 and not res.lost(s, workload, metric)]
+        if not found:
+            return None
+        v, s = (min if res.better(workload, metric) == "lower" else max)(found)
+        return s, v
+
+    def against(self, ours: str, workload: str, metric: str, theirs: list[str],
+                need: float, what: str | None = None) -> None:
+        """``ours`` at least ``need`` times the best of ``theirs`` on one metric."""
+        if ours not in self.res.systems:
+            return
+        mine = self.res.value(ours, workload, metric)
+        best = self.best(theirs, workload, metric)
+        if mine is None or best is None:
+            return
+        r = self.res.ratio(workload, metric, mine, best[1])
+        times = "" if need == 1 else f"{need:g}× "
+        self.found.append(Bar(f"{workload} {metric}: {ours} ≥ {times}{what or best[0]}",
+                              mine, best, r, r >= need))
+
+    def no_loss(self, ours: str, workload: str, metric: str) -> None:
+        if self.res.value(ours, workload, metric) is None:
+            return
+        lost = self.res.lost(ours, workload, metric)
+        self.found.append(Bar(f"{workload} {metric}: {ours} loses no element", lost, None,
+                              None, lost == 0))
+
+
+def check(res: Any) -> list[Bar]:
+    """Every bar the run has the numbers for, in the issues' order."""
+    b = Bars(res)
+    metrics = res.metric_order
+    # core: a directory store against zarr-python 3's LocalStore
+    for workload in ("W1", "W5"):
+        for metric in metrics.get(workload, []):
+            b.against("kvzarr-fs", workload, metric, ["zarr3-local"], 1)
+    for metric in ("write all", "read all"):
+        b.against("kvzarr-fs", "W2", metric, ["zarr3-local"], 20)
+    # LMDB: W2 at least the best peer and half of raw py-lmdb
+    for metric in ("write all", "read all", "single-element reads"):
+        b.against("kvzarr-lmdb", "W2", metric, LMDB_PEERS, 1,
+                  "best of TensorStore, zarr2-lmdb")
+        b.against("kvzarr-lmdb", "W2", metric, ["raw-lmdb"], 0.5)
+    # W4: listing 10x zarr-python 2's key-scanning stores; creating and opening at
+    # least the best peer
+    for ours, peer in (("kvzarr-lmdb", "zarr2-lmdb"), ("kvzarr-sql", "zarr2-sqlite")):
+        b.against(ours, "W4", "list a group's children", [peer], 10)
+        for metric in ("create arrays", "open + read attributes"):
+            peers = [s for s in res.systems if res.family(s) == "peer"]
+            b.against(ours, "W4", metric, peers, 1, "best peer")
+    # SQLite: zarr-python 2's SQLiteStore on every metric, a quarter of raw sqlite3 on W2
+    for workload, names in metrics.items():
+        for metric in names:
+            if workload != "W4":      # W4 has its own, stronger bars
+                b.against("kvzarr-sql", workload, metric, ["zarr2-sqlite"], 1)
+    for metric in metrics.get("W2", []):
+        b.against("kvzarr-sql", "W2", metric, ["raw-sqlite"], 0.25)
+    # W6: 4 writers on disjoint chunks at zarr-python 2's LMDBStore's speed (also at
+    # its durability, where the variant ran), none lost on shared chunks
+    for ours in ("kvzarr-lmdb", "kvzarr-sql"):
+        for system in (ours, EQUAL_DURABILITY[ours]):
+            b.against(system, "W6", "4 writers, disjoint chunks", ["zarr2-lmdb"], 1)
+        b.no_loss(ours, "W6", "4 writers, shared chunks")
+    return b.found
