@@ -135,9 +135,60 @@ def test_report_ratios_against_best_peer_and_raw_limit():
     # lower is better: 10 KiB against the best peer's 20 KiB is 2x better
     assert "2.00× peer" in report.cell(res, "kvzarr-fs", "W1", "bytes", [])
     assert "skipped" in text and "not importable" in text
-    assert "200 vs 100 = 2.00× | pass" in text        # W1 bar
-    assert "1,000 vs 100 = 10× | FAIL" in text        # W2 needs 20x
+    assert "200 vs zarr3-local 100 = 2.00× | pass" in text        # W1 bar
+    assert "1,000 vs zarr3-local 100 = 10× | FAIL" in text        # W2 needs 20x
     assert "**lost 5** elements" in text
+
+
+def _w(system, workload, *metrics):
+    return {"system": system, "workload": workload, "error": None, "metrics": list(metrics)}
+
+
+def test_store_bars_compare_with_the_named_peers_and_raw_engines():
+    names = ["kvzarr-lmdb", "kvzarr-lmdb-nosync", "kvzarr-sql", "zarr3-local", "ts-file",
+             "zarr2-lmdb", "zarr2-sqlite", "raw-lmdb", "raw-sqlite"]
+    run = _run([
+        # W2 on LMDB: the best of TensorStore and zarr2-lmdb (not zarr3-local, faster
+        # here), and half of raw py-lmdb
+        _w("kvzarr-lmdb", "W2", _metric("write all", 300.0, unit="chunks/s")),
+        _w("ts-file", "W2", _metric("write all", 250.0, unit="chunks/s")),
+        _w("zarr2-lmdb", "W2", _metric("write all", 200.0, unit="chunks/s")),
+        _w("zarr3-local", "W2", _metric("write all", 900.0, unit="chunks/s")),
+        _w("raw-lmdb", "W2", _metric("write all", 700.0, unit="chunks/s")),
+        # W6: disjoint against zarr2-lmdb, also for the equal-durability variant;
+        # shared chunks must lose nothing
+        _w("kvzarr-lmdb", "W6", _metric("4 writers, disjoint chunks", 40.0),
+           _metric("4 writers, shared chunks", 10.0, lost=[0])),
+        _w("kvzarr-lmdb-nosync", "W6", _metric("4 writers, disjoint chunks", 60.0)),
+        _w("kvzarr-sql", "W6", _metric("4 writers, disjoint chunks", 55.0),
+           _metric("4 writers, shared chunks", 10.0, lost=[3])),
+        _w("zarr2-lmdb", "W6", _metric("4 writers, disjoint chunks", 50.0)),
+        # SQLite: zarr2-sqlite on every metric; W4 listing 10x
+        _w("kvzarr-sql", "W4", _metric("list a group's children", 90.0, unit="groups/s")),
+        _w("zarr2-sqlite", "W4", _metric("list a group's children", 10.0, unit="groups/s")),
+    ])
+    run["systems"] = {n: {k: v for k, v in vars(SYSTEMS[n]).items() if k != "kwargs"}
+                      for n in names}
+    text = report.render(run)
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()
+            if line.startswith("| W")}
+
+    def verdict(label):
+        return rows[label].rstrip(" |").rsplit("| ", 1)[1]
+
+    lmdb = "W2 write all: kvzarr-lmdb ≥ best of TensorStore, zarr2-lmdb"
+    assert "300 vs ts-file 250 = 1.20×" in rows[lmdb] and verdict(lmdb) == "pass"
+    raw = "W2 write all: kvzarr-lmdb ≥ 0.5× raw-lmdb"
+    assert "300 vs raw-lmdb 700 = 0.43×" in rows[raw] and verdict(raw) == "FAIL"
+    assert verdict("W6 4 writers, disjoint chunks: kvzarr-lmdb ≥ zarr2-lmdb") == "FAIL"
+    assert verdict("W6 4 writers, disjoint chunks: kvzarr-lmdb-nosync ≥ zarr2-lmdb") \
+        == "pass"
+    assert verdict("W6 4 writers, disjoint chunks: kvzarr-sql ≥ zarr2-lmdb") == "pass"
+    assert verdict("W6 4 writers, shared chunks: kvzarr-lmdb loses no element") == "pass"
+    assert verdict("W6 4 writers, shared chunks: kvzarr-sql loses no element") == "FAIL"
+    assert verdict("W4 list a group's children: kvzarr-sql ≥ 10× zarr2-sqlite") == "FAIL"  # 9x
+    # a bar whose systems did not run is left out
+    assert not any("kvzarr-sql ≥ zarr2-sqlite" in label and "W1" in label for label in rows)
 
 
 def test_chart_is_drawn(tmp_path):
