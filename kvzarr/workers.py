@@ -1,7 +1,7 @@
 """kvzarr's codec worker threads: one pool for the whole process.
 
 Chunks are encoded and decoded on it (the compressors release the GIL), and one large
-chunk's Blosc blocks are compressed on it. Work already running on a worker does not fan
+chunk's Blosc blocks are compressed with its help (:func:`share`). Work already running on a worker does not fan
 out onto the pool again: a worker waiting for the pool could wait for itself, and the
 cores are busy anyway.
 """
@@ -59,6 +59,32 @@ POOL = ForkSafeExecutor(max_workers=WORKERS, thread_name_prefix="kvzarr-codec",
                         initializer=_mark_worker)
 
 
+def share(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+    """``[fn(item) for item in items]`` with the pool's help. The caller runs the first
+    item, then, from the end of the list, every item no worker has started yet; it waits
+    only for items already running. When other threads or processes keep the cores busy
+    the workers start late and the caller does nearly all of it, as one thread would,
+    without paying for hand-offs that bought nothing. (Never waiting for an item that is
+    still queued also means a caller cannot wait on itself.)"""
+    items = list(items)
+    if len(items) < 2 or in_worker():
+        return [fn(item) for item in items]
+    futures = [POOL.submit(fn, item) for item in items[1:]]
+    out: list[Any] = [None] * len(items)
+    try:
+        out[0] = fn(items[0])
+        for i in range(len(items) - 1, 0, -1):   # the workers take them from the front
+            if futures[i - 1].cancel():
+                out[i] = fn(items[i])
+        for i, future in enumerate(futures, 1):
+            if not future.cancelled():
+                out[i] = future.result()
+    finally:
+        for future in futures:
+            future.cancel()   # after a failure: what has not started never will
+    return out
+
+
 def in_worker() -> bool:
     """Whether the calling thread is one of :data:`POOL`'s."""
     return getattr(_local, "worker", False)
@@ -70,3 +96,17 @@ def cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def idle_cores() -> int:
+    """How many of :func:`cores` nothing wants right now, besides the caller's: on
+    Linux from the count of runnable threads in /proc/loadavg (the caller among them,
+    about 8 us to read); elsewhere all but one. Work split for one caller is worth
+    handing out only to these: on cores other threads or processes keep busy, the
+    parts displace their work and the hand-offs cost more than they give."""
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            running = int(f.read().split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        running = 1
+    return max(0, cores() - max(1, running))

@@ -6,8 +6,12 @@ nbytes, blocksize, cbytes), a table of int32 block starts, then the blocks. Each
 compressed on its own from its data and the parameters alone. Blosc's own threads lay
 the blocks out in the order they finish, so with them the frame differs from run to run
 (which is why kvzarr keeps them off). Here runs of consecutive whole blocks are
-compressed as frames of their own, in parallel on the codec workers, and their blocks
-are laid end to end, in order, under one header: the frame single-threaded Blosc writes.
+compressed as frames of their own, one by the caller and the others by the codec workers
+(:func:`kvzarr.workers.share`), and their blocks are laid end to end, in order, under
+one header: the frame single-threaded Blosc writes. There are as many runs as there are
+idle cores plus the caller's (:func:`kvzarr.workers.idle_cores`); with none idle, as
+when other writers keep the cores busy, the buffer is compressed in one call: splitting
+it then only takes time from them and adds hand-offs.
 
 Blosc's blocksize depends on the parameters and nbytes, never on the data: it is learnt
 once per setting by compressing zeros, as is the blocksize argument that makes Blosc use
@@ -64,8 +68,10 @@ def _parts(n: int, cname: bytes, clevel: int, shuffle: int, blocksize: int,
            typesize: int) -> _Plan | None:
     """How to compress ``n`` bytes in parallel, or None when they are not worth it or
     not a whole number of at least two blocks."""
-    if (n < MIN_PARALLEL_BYTES or _nc_blosc.use_threads is not False
-            or workers.in_worker() or workers.cores() < 2):
+    if n < MIN_PARALLEL_BYTES or _nc_blosc.use_threads is not False or workers.in_worker():
+        return None
+    idle = workers.idle_cores()
+    if idle < 1:
         return None
     layout = _layout(n, cname, clevel, shuffle, blocksize, typesize)
     if layout is None:
@@ -74,7 +80,7 @@ def _parts(n: int, cname: bytes, clevel: int, shuffle: int, blocksize: int,
     nblocks = n // bs
     if n % bs or nblocks < 2:
         return None
-    count = min(workers.WORKERS, nblocks)
+    count = min(idle + 1, workers.WORKERS, nblocks)   # the caller's core and idle ones
     edges = [bs * (nblocks * i // count) for i in range(count + 1)]
     return _Plan(head, bs, forced, list(zip(edges[:-1], edges[1:])))
 
@@ -120,9 +126,9 @@ def _probe(n: int, cname: bytes, clevel: int, shuffle: int, blocksize: int,
 def _assemble(view: memoryview, plan: _Plan, cname: bytes, clevel: int, shuffle: int,
               typesize: int) -> bytes | None:
     bs = plan.blocksize
-    frames = list(workers.POOL.map(
+    frames = workers.share(
         lambda part: _nc_blosc.compress(view[part[0]:part[1]], cname, clevel, shuffle,
-                                        plan.forced, typesize), plan.parts))
+                                        plan.forced, typesize), plan.parts)
     n = view.nbytes
     nblocks = n // bs
     blocks: list[memoryview] = []

@@ -1,0 +1,102 @@
+"""kvzarr.workers: share() computes every item once, in order, never waits on work no
+thread has started (so a caller gets through with every worker busy), and stops what
+has not started when an item fails; idle_cores() sees processes that keep the cores
+busy."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+
+import pytest
+
+from kvzarr import workers
+
+
+def test_share_returns_results_in_order():
+    assert workers.share(lambda x: x * x, range(50)) == [x * x for x in range(50)]
+    assert workers.share(lambda x: x, []) == []
+    assert workers.share(lambda x: -x, [3]) == [-3]
+
+
+def test_share_runs_everything_on_the_caller_when_every_worker_is_busy():
+    release = threading.Event()
+    blockers = [workers.POOL.submit(release.wait, 30) for _ in range(workers.WORKERS)]
+    ran_on: list[int] = []
+    caller: list[int] = []
+    result: list[list[int]] = []
+
+    def call() -> None:
+        caller.append(threading.get_ident())
+        result.append(workers.share(
+            lambda x: ran_on.append(threading.get_ident()) or x + 1, range(8)))
+
+    try:
+        thread = threading.Thread(target=call)
+        thread.start()
+        thread.join(20)
+        # with POOL.map the call would wait for the blocked workers
+        assert not thread.is_alive(), "share() waited on work no worker had started"
+    finally:
+        release.set()
+        for b in blockers:
+            b.result()
+    assert result == [list(range(1, 9))]
+    assert ran_on == caller * 8                              # all on the calling thread
+
+
+def test_share_stops_what_has_not_started_after_a_failure():
+    release = threading.Event()
+    blockers = [workers.POOL.submit(release.wait, 30) for _ in range(workers.WORKERS)]
+    seen: list[int] = []
+
+    def fn(x: int) -> int:
+        seen.append(x)
+        if x == 0:
+            raise ValueError("item 0")
+        return x
+
+    try:
+        with pytest.raises(ValueError, match="item 0"):
+            workers.share(fn, range(6))
+    finally:
+        release.set()
+        for b in blockers:
+            b.result()
+    # the queued items were cancelled: none runs once the workers are free again
+    workers.POOL.submit(lambda: None).result()
+    time.sleep(0.05)
+    assert seen == [0]
+
+
+def test_share_on_a_worker_runs_in_place():
+    out = workers.POOL.submit(workers.share, lambda x: (workers.in_worker(), x),
+                              range(4)).result()
+    assert out == [(True, x) for x in range(4)]
+
+
+def _spin(started) -> None:
+    started.set()
+    while True:
+        pass
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/loadavg"), reason="Linux only")
+def test_idle_cores_sees_busy_processes():
+    assert 0 <= workers.idle_cores() < max(2, workers.cores())
+    ctx = multiprocessing.get_context("spawn")
+    events = [ctx.Event() for _ in range(workers.cores())]
+    procs = [ctx.Process(target=_spin, args=(e,), daemon=True) for e in events]
+    for p in procs:
+        p.start()
+    try:
+        for e in events:
+            assert e.wait(60)
+        # every core has a spinning process, and the caller wants one too
+        assert max(workers.idle_cores() for _ in range(20)) == 0
+    finally:
+        for p in procs:
+            p.kill()
+            p.join(10)
