@@ -4,8 +4,9 @@ Implements the corrected NCZarr hyperslab projection (SPEC-NOTES §4.4; seed 003
 slips fixed) for slices, and its array analogue for integer / Boolean arrays (zarr-python's
 ``IntArrayDimIndexer``, SPEC-NOTES §3.3), for regular and rectilinear dimensions.
 
-Promises: every result is computed with vectorised numpy per dimension; Python only loops
-once per *touched chunk* (to hand out the per-chunk selections), never per element. Touched
+Promises: every result is computed with vectorised numpy per dimension (a slice over a
+few chunks in plain integers: numpy's cost per call is more than such a loop); Python only
+loops once per *touched chunk* (to hand out the per-chunk selections), never per element. Touched
 chunks come in output order; chunks that hold no selected point never appear; the output
 selections tile ``[0, nitems)``; ``complete`` says the chunk's whole valid region is
 selected, each element once, in increasing order.
@@ -113,6 +114,42 @@ def project_slice(sel: slice, dim: Any) -> DimProjection:
         return _empty(SLICE)
     t = s + (n - 1) * k                              # last selected index (tight stop)
     j0, j1 = dim.index_to_chunk(s), dim.index_to_chunk(t)
+    if j1 - j0 < FEW_CHUNKS and j1 - j0 + 1 <= n:
+        return _slice_over_few_chunks(dim, s, t, k, n, j0, j1)
+    return _slice_vectorised(dim, s, t, k, n, j0, j1)
+
+
+#: a slice over at most this many chunks is projected without numpy
+FEW_CHUNKS = 8
+
+
+def _slice_over_few_chunks(dim: Any, s: int, t: int, k: int, n: int, j0: int,
+                           j1: int) -> DimProjection:
+    """The dense case of :func:`_slice_vectorised`, chunk by chunk in plain integers."""
+    nch, extent = dim.nchunks, dim.extent
+    coords: list[int] = []
+    chunk_sel: list[slice] = []
+    out_sel: list[slice] = []
+    complete: list[bool] = []
+    for j in range(j0, j1 + 1):
+        a = dim.chunk_offset(j)
+        b = min(dim.chunk_offset(j + 1) if j + 1 < nch else extent, extent)
+        f = max(s + (-((s - a) // k)) * k, s)
+        g = s + ((min(b - 1, t) - s) // k) * k
+        if f > g:
+            continue                                 # the stride steps over this chunk
+        m = (g - f) // k + 1
+        o0 = (f - s) // k
+        coords.append(j)
+        chunk_sel.append(slice(f - a, g - a + 1, k))
+        out_sel.append(slice(o0, o0 + m))
+        complete.append(m == b - a)
+    return DimProjection(SLICE, n, coords, chunk_sel, out_sel, complete)
+
+
+def _slice_vectorised(dim: Any, s: int, t: int, k: int, n: int, j0: int,
+                      j1: int) -> DimProjection:
+    """Slice ``s, s + k, ..., t`` (``n`` points, chunks ``j0..j1``) projected with numpy."""
     if j1 - j0 + 1 <= n:
         # Dense: walk the chunk range [j0, j1].
         js = np.arange(j0, j1 + 1, dtype=np.int64)
