@@ -15,7 +15,8 @@ from typing import Any
 
 #: TensorStore on every kvstore it was run on, and zarr-python 2's LMDBStore
 LMDB_PEERS = ["ts-file", "ts-ocdbt", "ts-zip", "zarr2-lmdb"]
-#: the same-durability variants, shown beside a default store's W6 row
+#: the variants nearest the peer's durability (zarr-python 2's LMDBStore never syncs;
+#: SQLite's nearest is synchronous=NORMAL), shown beside a default store's W6 row
 EQUAL_DURABILITY = {"kvzarr-lmdb": "kvzarr-lmdb-nosync", "kvzarr-sql": "kvzarr-sql-normal"}
 
 
@@ -95,7 +96,7 @@ def check(res: Any) -> list[Bar]:
                 b.against("kvzarr-sql", workload, metric, ["zarr2-sqlite"], 1)
     for metric in metrics.get("W2", []):
         b.against("kvzarr-sql", "W2", metric, ["raw-sqlite"], 0.25)
-    # W6: 4 writers on disjoint chunks at zarr-python 2's LMDBStore's speed (also at
+    # W6: 4 writers on disjoint chunks at zarr-python 2's LMDBStore's speed (also nearer
     # its durability, where the variant ran), none lost on shared chunks
     for ours in ("kvzarr-lmdb", "kvzarr-sql"):
         for system in (ours, EQUAL_DURABILITY[ours]):

@@ -5,11 +5,11 @@ slips fixed) for slices, and its array analogue for integer / Boolean arrays (za
 ``IntArrayDimIndexer``, SPEC-NOTES §3.3), for regular and rectilinear dimensions.
 
 Promises: every result is computed with vectorised numpy per dimension (a slice over a
-few chunks in plain integers: numpy's cost per call is more than such a loop); Python only
-loops once per *touched chunk* (to hand out the per-chunk selections), never per element. Touched
-chunks come in output order; chunks that hold no selected point never appear; the output
-selections tile ``[0, nitems)``; ``complete`` says the chunk's whole valid region is
-selected, each element once, in increasing order.
+few chunks in plain integers: numpy's cost per call is more than such a loop); Python
+only loops once per *touched chunk* (to hand out the per-chunk selections), never per
+element. Touched chunks come in output order; chunks that hold no selected point never
+appear; the output selections tile ``[0, nitems)``; ``complete`` says the chunk's whole
+valid region is selected, each element once, in increasing order.
 """
 
 from __future__ import annotations
@@ -106,6 +106,10 @@ def project_int(i: Any, dim: Any) -> DimProjection:
     return DimProjection(INT, 1, [j], [idx - a], [None], [dim.data_size(j) == 1])
 
 
+#: a slice over at most this many chunks is projected without numpy
+FEW_CHUNKS = 8
+
+
 def project_slice(sel: slice, dim: Any) -> DimProjection:
     """SPEC-NOTES §4.4, vectorised over the touched chunks."""
     s, e, k = normalize_slice(sel, dim.extent)
@@ -117,10 +121,6 @@ def project_slice(sel: slice, dim: Any) -> DimProjection:
     if j1 - j0 < FEW_CHUNKS and j1 - j0 + 1 <= n:
         return _slice_over_few_chunks(dim, s, t, k, n, j0, j1)
     return _slice_vectorised(dim, s, t, k, n, j0, j1)
-
-
-#: a slice over at most this many chunks is projected without numpy
-FEW_CHUNKS = 8
 
 
 def _slice_over_few_chunks(dim: Any, s: int, t: int, k: int, n: int, j0: int,
