@@ -1,9 +1,9 @@
 """kvzarr's codec worker threads: one pool for the whole process.
 
 Chunks are encoded and decoded on it (the compressors release the GIL), and one large
-chunk's Blosc blocks are compressed with its help (:func:`share`). Work already running on a worker does not fan
-out onto the pool again: a worker waiting for the pool could wait for itself, and the
-cores are busy anyway.
+chunk's Blosc blocks are compressed with its help (:func:`share`). Work already running
+on a worker does not fan out onto the pool again: a worker waiting for the pool could
+wait for itself, and the cores are busy anyway.
 """
 
 from __future__ import annotations
