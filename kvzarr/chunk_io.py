@@ -145,12 +145,17 @@ class ChunkIO:
                                  out)
                 return out.reshape(indexer.shape)
             with self.store.transaction(write=False):
-                # Zero-copy buffers where the store has them (LMDB's map): decoded
-                # before the transaction ends, straight into the output.
-                values = self.store.get_many_views(
-                    [self.key(p.chunk_coords) for p in whole])
                 for p in parts:
                     self._read_part(p, out)
+                keys = [self.key(p.chunk_coords) for p in whole]
+                if self._plain and self.store.streams_values:
+                    # decoding is a copy: each value copied out before the next is read
+                    for i, value in self.store.iter_values(keys):
+                        self._decode_one(whole[i], value, out)
+                    return out.reshape(indexer.shape)
+                # Zero-copy buffers where the store has them (LMDB's map): decoded
+                # before the transaction ends, straight into the output.
+                values = self.store.get_many_views(keys)
                 total = sum(len(v) for v in values if v is not None)
                 _run(lambda item: self._decode_one(*item, out), list(zip(whole, values)),
                      parallel=self._parallel(total))

@@ -34,7 +34,7 @@ import threading
 import time
 import uuid
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -174,6 +174,13 @@ class ZipStore(Store):
             return None if value is DELETED else value
         m = archive.members.get(key)
         return None if m is None else archive.read(m)
+
+    streams_values = True
+
+    def iter_values(self, keys: Sequence[str]) -> Iterator[tuple[int, Any]]:
+        """As :meth:`Store.iter_values`: each member read when it is asked for."""
+        for i, key in enumerate(keys):
+            yield i, self._get(check_key(key, self.max_key_bytes))
 
     def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
         archive, writes = self._view()

@@ -231,6 +231,35 @@ class StoreConformance:
             assert [None if v is None else bytes(v) for v in views] == \
                 [data["c"], None, ALL_BYTES]
 
+    def test_iter_values(self, store: Store) -> None:
+        data = self.populate(store)
+        keys = ["c", "missing", "a/b", "c", "e/f/g"]
+        with store.transaction(write=False):
+            # each value copied before the next is asked for, as a reader must
+            got = [(i, None if v is None else bytes(v)) for i, v in store.iter_values(keys)]
+        assert sorted(got) == [(0, data["c"]), (1, None), (2, data["a/b"]), (3, data["c"]),
+                               (4, ALL_BYTES)]
+        many = [f"y/{i:04d}" for i in range(1200)]          # more than one SQL batch
+        store.set_many([(k, k.encode()) for k in many[1::2]])
+        with store.transaction(write=False):
+            got = dict((i, None if v is None else bytes(v))
+                       for i, v in store.iter_values(many))
+        assert got == {i: (k.encode() if i % 2 else None) for i, k in enumerate(many)}
+        with pytest.raises(InvalidKeyError):
+            with store.transaction(write=False):
+                list(store.iter_values(["ok", "../escape"]))
+
+    def test_iter_values_sees_the_transaction_s_own_writes(self, store: Store) -> None:
+        if not store.capabilities.transactional:
+            pytest.skip("no transactions")
+        self.populate(store)
+        with store.transaction():
+            store.set("c", b"new")
+            store.erase("a/b")
+            got = {i: None if v is None else bytes(v)
+                   for i, v in store.iter_values(["c", "a/b"])}
+        assert got == {0: b"new", 1: None}
+
     def test_set_many(self, store: Store) -> None:
         items = [(f"many/{i:04d}", i.to_bytes(2, "big")) for i in range(500)]
         store.set_many(iter(items))         # any iterable

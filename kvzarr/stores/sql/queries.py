@@ -10,7 +10,7 @@ collation does the same.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ...byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
@@ -152,6 +152,16 @@ class Queries:
             cur.execute(self._in_list(head, len(part)), part)
             found.update(cur.fetchall())
         return found
+
+    def iter_many(self, cur: Any, keys: Sequence[str]) -> Iterator[tuple[str, Any]]:
+        """``(key, value)`` rows of ``keys`` (no key twice), taken from the cursor one at
+        a time, :data:`BATCH` keys per statement."""
+        head = f"SELECT k, v FROM {self._t}"
+        for i in range(0, len(keys), BATCH):
+            part = list(keys[i:i + BATCH])
+            cur.execute(self._in_list(head, len(part)), part)
+            for row in cur:
+                yield row[0], row[1]
 
     def existing(self, cur: Any, keys: Sequence[str]) -> set[str]:
         """Which of ``keys`` exist (keys only: no value leaves the database)."""

@@ -221,6 +221,27 @@ class SQLStore(Store):
         value = self._value
         return [value(found[k]) if k in found else None for k in keys]
 
+    streams_values = True
+
+    def iter_values(self, keys: Sequence[str]) -> Iterator[tuple[int, Any]]:
+        """As :meth:`Store.iter_values`: rows come off the cursor one at a time. (Fetching
+        every row first put each value in fresh memory: 256 MiB of plain chunks read at
+        ~0.4-1.7 GB/s instead of ~6.)"""
+        where: dict[str, list[int]] = {}
+        for i, k in enumerate(keys):
+            where.setdefault(check_key(k, self.max_key_bytes), []).append(i)
+        found: set[str] = set()
+        with self._reading() as cur:
+            for k, v in self._q.iter_many(cur, list(where)):
+                found.add(k)
+                value = self._value(v)
+                for i in where[k]:
+                    yield i, value
+        for k, places in where.items():
+            if k not in found:
+                for i in places:
+                    yield i, None
+
     def _value(self, v: Any) -> bytes:
         return b"" if v is None else self._blob(v)
 
