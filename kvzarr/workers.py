@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 _local = threading.local()
@@ -49,7 +49,19 @@ class ForkSafeExecutor:
         return self._current().submit(fn, *args, **kwargs)
 
     def map(self, fn: Callable[..., Any], *iterables: Iterable[Any]) -> Iterator[Any]:
-        return self._current().map(fn, *iterables)
+        """As ThreadPoolExecutor.map, except that when a task fails (or the caller stops
+        early) the rest are cancelled or finished before the caller goes on (see
+        :func:`drain`)."""
+        futures = [self.submit(fn, *args) for args in zip(*iterables)]
+
+        def results() -> Iterator[Any]:
+            try:
+                for future in futures:
+                    yield future.result()
+            except BaseException:
+                drain(futures)
+                raise
+        return results()
 
 
 #: the number of threads of :data:`POOL`
@@ -80,9 +92,16 @@ def share(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
             if not future.cancelled():
                 out[i] = future.result()
     finally:
-        for future in futures:
-            future.cancel()   # after a failure: what has not started never will
+        drain(futures)
     return out
+
+
+def drain(futures: Iterable[Future]) -> None:
+    """Cancel what has not started and wait for what has. Called on the way out of a
+    failed batch: no task may still run on what the caller lets go next (a value viewed
+    in a store's memory map is gone once its transaction ends)."""
+    running = [f for f in futures if not f.cancel()]
+    wait(running)   # (a cancelled one counts as done only once a worker dequeues it)
 
 
 def in_worker() -> bool:

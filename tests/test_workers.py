@@ -100,3 +100,22 @@ def test_idle_cores_sees_busy_processes():
         for p in procs:
             p.kill()
             p.join(10)
+
+
+def test_map_waits_for_the_running_tasks_when_one_fails():
+    started = threading.Event()
+    finished: list[int] = []
+
+    def task(x: int) -> int:
+        if x == 0:
+            started.wait(10)          # fail while task 1 runs
+            raise ValueError("task 0")
+        started.set()
+        time.sleep(0.3)
+        finished.append(x)
+        return x
+
+    with pytest.raises(ValueError, match="task 0"):
+        list(workers.POOL.map(task, range(2)))
+    # ThreadPoolExecutor.map would raise while task 1 still runs
+    assert finished == [1]
