@@ -15,6 +15,7 @@ array, those a slice selection covers are laid out in one strided copy
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -148,10 +149,8 @@ class ChunkIO:
                 for p in parts:
                     self._read_part(p, out)
                 keys = [self.key(p.chunk_coords) for p in whole]
-                if self._plain and self.store.streams_values:
-                    # decoding is a copy: each value copied out before the next is read
-                    for i, value in self.store.iter_values(keys):
-                        self._decode_one(whole[i], value, out)
+                if self.store.streams_values:
+                    self._decode_streamed(whole, keys, out)
                     return out.reshape(indexer.shape)
                 # Zero-copy buffers where the store has them (LMDB's map): decoded
                 # before the transaction ends, straight into the output.
@@ -160,6 +159,40 @@ class ChunkIO:
                 _run(lambda item: self._decode_one(*item, out), list(zip(whole, values)),
                      parallel=self._parallel(total))
         return out.reshape(indexer.shape)
+
+    def _decode_streamed(self, whole: list[ChunkProjection], keys: list[str],
+                         out: np.ndarray) -> None:
+        """Decode the values of ``keys`` as the store hands them out one by one, so few
+        are held at once. Plain chunks are copied out on the spot; others go to the pool
+        in batches of about :data:`_POOL_MIN_BYTES` while the next are fetched, with
+        at most two batches per worker waiting."""
+        values = self.store.iter_values(keys)
+        if self._plain or workers.in_worker():
+            for i, value in values:
+                self._decode_one(whole[i], value, out)
+            return
+
+        def decode(batch: list[tuple[ChunkProjection, Any]]) -> None:
+            for p, value in batch:
+                self._decode_one(p, value, out)
+
+        pending: deque[Any] = deque()
+        batch: list[tuple[ChunkProjection, Any]] = []
+        size = 0
+        try:
+            for i, value in values:
+                batch.append((whole[i], value))
+                size += 0 if value is None else len(value)
+                if size >= _POOL_MIN_BYTES:
+                    pending.append(workers.POOL.submit(decode, batch))
+                    batch, size = [], 0
+                    if len(pending) > 2 * workers.WORKERS:
+                        pending.popleft().result()
+            decode(batch)
+            while pending:
+                pending.popleft().result()
+        finally:
+            workers.drain(pending)   # after a failure: nothing left writing into out
 
     def _read_part(self, p: ChunkProjection, out: np.ndarray) -> None:
         spec = self.spec(p.chunk_coords)
@@ -419,6 +452,8 @@ def _run(fn: Callable[[Any], Any], items: Iterable[Any], parallel: bool) -> list
     size = -(-len(items) // groups)
     parts = [items[i:i + size] for i in range(0, len(items), size)]
     out: list[Any] = []
+    # (a failed item stops the call only once no other is running: the items may be
+    # views that end with the caller's transaction)
     for part in workers.POOL.map(lambda part: [fn(item) for item in part], parts):
         out.extend(part)
     return out

@@ -1,16 +1,22 @@
-"""Reads of uncompressed (plain-bytes) arrays on every store: SQL and zip stores hand the
-chunks out one at a time (Store.iter_values), LMDB as views into its map, the rest as a
-list; every way gives numpy's answer, with missing chunks read as the fill value."""
+"""Whole-array reads on every store: SQL and zip stores hand the chunks out one at a time
+(Store.iter_values; plain chunks are copied out on the spot, compressed ones decoded on
+the pool in batches while the next are fetched), LMDB as views into its map, the rest as
+a list. Every way gives numpy's answer, missing chunks read as the fill value, and a
+missing chunk with read_missing_chunks off fails the read whichever thread finds it."""
 
 from __future__ import annotations
 
 from itertools import count
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kvzarr
+from kvzarr import ArrayConfig
+from kvzarr.errors import ChunkNotFoundError
+from kvzarr.stores.lmdb import LMDBStore
 
 from .conftest import StoreFactory
 
@@ -59,3 +65,42 @@ def test_big_plain_read_streams_every_chunk(store_factory: StoreFactory) -> None
     want[64:128, 128:192] = 0
     np.testing.assert_array_equal(a[...], want)
     np.testing.assert_array_equal(a[10:290, 3:517], want[10:290, 3:517])
+
+
+GZIP = [{"name": "gzip", "configuration": {"level": 1}}]
+
+
+def test_big_compressed_read_decodes_every_chunk(store_factory: StoreFactory) -> None:
+    store = store_factory.make()
+    rng = np.random.default_rng(2)
+    want = rng.integers(0, 1 << 20, (400, 512), dtype="int64")    # ~1.6 MB of chunks
+    a = kvzarr.create_array(store, name="gz", shape=want.shape, chunks=(50, 64),
+                            dtype="int64", compressors=GZIP, fill_value=-1)
+    a[...] = want
+    a[100:150, 0:64] = -1                        # one chunk at the fill value: not stored
+    want[100:150, 0:64] = -1
+    np.testing.assert_array_equal(a[...], want)
+    np.testing.assert_array_equal(a[7:393, 5:500:3], want[7:393, 5:500:3])
+    strict = kvzarr.open_array(store, path="gz", config=ArrayConfig(read_missing_chunks=False))
+    with pytest.raises(ChunkNotFoundError):
+        strict[...]
+
+
+def test_a_failed_parallel_read_leaves_nothing_running(tmp_path) -> None:
+    """When one chunk's decode fails, the others are still running on the pool: none may
+    outlive the read. On LMDB they decode views of the memory map, which closing the
+    store right after the failure unmaps (a crash, not an exception, if one is left)."""
+    path = tmp_path / "x.lmdb"
+    want = np.random.default_rng(3).integers(0, 1 << 20, (400, 512), dtype="int64")
+    with LMDBStore(path) as store:
+        a = kvzarr.create_array(store, name="gz", shape=want.shape, chunks=(50, 64),
+                                dtype="int64", compressors=GZIP, fill_value=-1)
+        a[...] = want
+        a[0:50, 0:64] = -1                       # the first chunk is missing
+    for _ in range(20):
+        store = LMDBStore(path)
+        strict = kvzarr.open_array(store, path="gz",
+                                   config=ArrayConfig(read_missing_chunks=False))
+        with pytest.raises(ChunkNotFoundError):
+            strict[...]
+        store.close()                            # the map goes with the last handle
