@@ -116,13 +116,8 @@ class ProductIndexer(Indexer):
 
     def __iter__(self) -> Iterator[ChunkProjection]:
         if not self._dims:                      # 0-d array: one chunk, one element
-            yield ChunkProjection((), (), (), True)
-            return
-        # Dims selected by an int contribute one entry, so the product over the kept
-        # dims' output selections runs in lockstep with the product over all dims.
-        for coords, csel, comp, osel in zip(product(*self._coords), product(*self._csels),
-                                            product(*self._comps), product(*self._outs)):
-            yield ChunkProjection(coords, csel, osel, all(comp))
+            return iter([ChunkProjection((), (), (), True)])
+        return _chunks(self._coords, self._csels, self._comps, self._outs)
 
     def projections_outside(self, box: list[range]) -> Iterator[ChunkProjection]:
         """The projections of the chunks outside ``box`` (one range of positions into
@@ -142,12 +137,19 @@ class ProductIndexer(Indexer):
     def _product(self, positions: list[Any]) -> Iterator[ChunkProjection]:
         def pick(lists: list[list[Any]]) -> list[list[Any]]:
             return [[entries[i] for i in chosen] for entries, chosen in zip(lists, positions)]
-        for coords, csel, comp, osel in zip(product(*pick(self._coords)),
-                                            product(*pick(self._csels)),
-                                            product(*pick(self._comps)),
-                                            product(*pick(self._outs))):
-            yield ChunkProjection(coords, csel, osel, all(comp))
+        return _chunks(pick(self._coords), pick(self._csels), pick(self._comps),
+                       pick(self._outs))
 
     @property
     def dim_projections(self) -> list[DimProjection]:
         return self._dims
+
+
+def _chunks(coords: list[Any], csels: list[Any], comps: list[Any], outs: list[Any]
+            ) -> Iterator[ChunkProjection]:
+    """The projection of every chunk in the product of per-dimension entries. Dims
+    selected by an int contribute one entry, so the product over the kept dims' output
+    selections runs in lockstep with the product over all dims."""
+    for c, csel, comp, osel in zip(product(*coords), product(*csels), product(*comps),
+                                   product(*outs)):
+        yield ChunkProjection(c, csel, osel, all(comp))
