@@ -28,6 +28,7 @@ from .codecs.base import ChunkArraySpec
 from .codecs.bytes import BytesCodec
 from .codecs.pipeline import CodecPipeline
 from .errors import ChunkNotFoundError, KvzarrError
+from .gc_pause import gc_paused
 from .indexing import ChunkProjection, CoordinateIndexer, Indexer, MaskIndexer, prepare_value
 from .indexing import to_orthogonal
 from .metadata.v3 import ArrayMetadata
@@ -40,6 +41,8 @@ _WRITE_BATCH_BYTES = 64 * 1024 * 1024
 #: raw bytes of whole chunks encoded before a write transaction begins (the rest of a
 #: bigger write is encoded inside it, batch by batch)
 _AHEAD_BYTES = 256 * 1024 * 1024
+#: reads and writes of at least this many chunks run with the garbage collector paused
+_GC_PAUSE_CHUNKS = 64
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,12 @@ class ChunkIO:
     # -- reading -------------------------------------------------------------------------
 
     def read(self, indexer: Indexer) -> np.ndarray:
+        if indexer.nchunks() < _GC_PAUSE_CHUNKS:
+            return self._read(indexer)
+        with gc_paused():
+            return self._read(indexer)
+
+    def _read(self, indexer: Indexer) -> np.ndarray:
         out = np.empty(indexer.buffer_shape, dtype=self.dtype)
         projections = list(indexer)
         if projections:
@@ -224,6 +233,13 @@ class ChunkIO:
     # -- writing -------------------------------------------------------------------------
 
     def write(self, indexer: Indexer, value: Any) -> None:
+        if indexer.nchunks() < _GC_PAUSE_CHUNKS:
+            self._write(indexer, value)
+            return
+        with gc_paused():
+            self._write(indexer, value)
+
+    def _write(self, indexer: Indexer, value: Any) -> None:
         # Validate and convert the value before anything is read or written, so a bad
         # value leaves the store as it was.
         values = prepare_value(value, indexer, self.dtype)
