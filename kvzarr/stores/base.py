@@ -161,12 +161,16 @@ class Store(ABC):
     def get_partial_values(
             self, key_ranges: Iterable[tuple[str, ByteRequest | None]]) -> list[bytes | None]:
         """For each (key, byte request) the requested bytes, or None for an absent key.
-        A request of None reads the whole value."""
-        out: list[bytes | None] = []
-        for key, request in key_ranges:
-            check_key(key, self.max_key_bytes)
-            out.append(self._get(key) if request is None else self._get_range(key, request))
-        return out
+        A request of None reads the whole value. More than one request is read in one
+        read transaction: a writer committing meanwhile is seen by all or none."""
+        items = [(check_key(key, self.max_key_bytes), request) for key, request in key_ranges]
+        if len(items) <= 1:
+            return [self._get_requested(key, request) for key, request in items]
+        with self.transaction(write=False):
+            return [self._get_requested(key, request) for key, request in items]
+
+    def _get_requested(self, key: str, request: ByteRequest | None) -> bytes | None:
+        return self._get(key) if request is None else self._get_range(key, request)
 
     def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         """Values of ``keys`` (None where absent), read in one read transaction."""

@@ -359,6 +359,41 @@ class StoreConformance:
                                         ("p/b", OffsetRequest(8)), ("p/a", SuffixRequest(1))])
         assert got == [b"Y", b"X", b"b", b"a"]
 
+    def test_get_partial_values_reads_one_snapshot(self, store: Store,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+        """A writer (another thread) that commits between the reads of two requests is
+        seen by both or by neither."""
+        self.require(store, "transactional")
+        store.set_many([("s/a", b"old-a"), ("s/b", b"old-b")])
+        writers: list[threading.Thread] = []
+
+        def write_both() -> None:
+            with store.transaction():
+                store.set_many([("s/a", b"new-a"), ("s/b", b"new-b")])
+
+        def after_first_read(name: str) -> Any:
+            read = getattr(store, name)
+
+            def hooked(*args: Any, **kwargs: Any) -> Any:
+                out = read(*args, **kwargs)
+                if not writers:
+                    writers.append(threading.Thread(target=write_both))
+                    writers[0].start()
+                    # Stores with snapshots let it commit now; others make it wait.
+                    writers[0].join(timeout=0.5)
+                return out
+            return hooked
+
+        for name in ("_get", "_get_range", "_get_ranges"):
+            if hasattr(store, name):
+                monkeypatch.setattr(store, name, after_first_read(name))
+        got = store.get_partial_values([("s/a", OffsetRequest(0)), ("s/b", None)])
+        monkeypatch.undo()
+        assert writers, "the first read did not go through a hooked method"
+        writers[0].join(timeout=30)
+        assert got in ([b"old-a", b"old-b"], [b"new-a", b"new-b"])
+        assert store.get_many(["s/a", "s/b"]) == [b"new-a", b"new-b"]
+
     def test_set_partial_values(self, store: Store) -> None:
         store.set("v", b"0123456789")
         if not store.capabilities.partial_writes:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from itertools import chain
 from typing import Any
 
@@ -196,16 +196,19 @@ class SQLStore(Store):
     def get_partial_values(
             self, key_ranges: Iterable[tuple[str, ByteRequest | None]]) -> list[bytes | None]:
         """As :meth:`Store.get_partial_values`; all the requests on one key are served by
-        one statement (a shard's inner chunks come back as the columns of one row)."""
+        one statement (a shard's inner chunks come back as the columns of one row), and
+        several keys are read in one read transaction."""
         items = list(key_ranges)
         by_key: dict[str, list[int]] = {}
         for i, (key, _) in enumerate(items):
             check_key(key, self.max_key_bytes)
             by_key.setdefault(key, []).append(i)
         out: list[bytes | None] = [None] * len(items)
-        for key, where in by_key.items():
-            for i, value in zip(where, self._get_ranges(key, [items[i][1] for i in where])):
-                out[i] = value
+        with self.transaction(write=False) if len(by_key) > 1 else nullcontext():
+            for key, where in by_key.items():
+                for i, value in zip(where,
+                                    self._get_ranges(key, [items[i][1] for i in where])):
+                    out[i] = value
         return out
 
     def _get_many(self, keys: Sequence[str]) -> list[bytes | None]:
