@@ -8,6 +8,8 @@ Backend exceptions are translated into these with ``raise ... from``.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class KvzarrError(Exception):
     """Root of every kvzarr error. The message names the key, path and field involved;
@@ -26,17 +28,30 @@ class KvzarrError(Exception):
     def __str__(self) -> str:
         where = []
         if self.path is not None:
-            where.append(f"path {self.path!r}")
+            where.append(f"path {_shown(self.path)}")
         if self.key is not None:
-            where.append(f"key {self.key!r}")
+            where.append(f"key {_shown(self.key)}")
         if self.field is not None:
-            where.append(f"field {self.field!r}")
+            where.append(f"field {_shown(self.field)}")
         text = self.message
         if where:
             text += f" ({', '.join(where)})"
         if self.hint:
             text += f". Hint: {self.hint}"
         return text
+
+
+#: the longest key, path or field a message quotes in full (the attribute keeps it all)
+_SHOWN_MAX = 200
+
+
+def _shown(text: Any) -> str:
+    """``text`` quoted for a message; a very long one (a key refused for its length) by
+    its start and end only, so one error does not print kilobytes."""
+    if not isinstance(text, str) or len(text) <= _SHOWN_MAX:
+        return repr(text)
+    head, tail = text[:120], text[-40:]
+    return f"{head!r} ... {tail!r} ({len(text):,} characters)"
 
 
 # --- metadata -------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from kvzarr.errors import (BoundsCheckError, ChecksumMismatchError, CodecError, 
                            KvzarrError, MetadataError, NegativeStepError, NodeNotFoundError,
                            ShapeMismatchError, UnsupportedExtensionError,
                            VindexInvalidSelectionError)
+from kvzarr.stores.keys import check_key
 
 
 def snapshot(store):
@@ -159,6 +160,17 @@ def test_invalid_keys_and_paths(store):
     with pytest.raises(MetadataError):
         kvzarr.create_array(store, name="g/zarr.json", shape=(1,), dtype="int8")
     assert list(store.list()) == []
+
+
+def test_an_error_about_a_huge_key_quotes_only_its_ends():
+    key = "start/" + "x" * 100_000 + "/../end"
+    with pytest.raises(InvalidKeyError) as info:
+        check_key(key)
+    text = str(info.value)
+    assert len(text) < 400
+    assert "'start/xxx" in text and "/../end'" in text and "100,013 characters" in text
+    assert info.value.key == key            # the attribute keeps the whole key
+    assert str(InvalidKeyError("bad", key="a/b", field="f")) == "bad (key 'a/b', field 'f')"
 
 
 def test_missing_node_and_wrong_create_arguments(store):
