@@ -19,7 +19,7 @@ import numpy as np
 from .chunk_io import DEFAULT_CONFIG, ArrayConfig, ChunkIO
 from .codecs.base import ChunkArraySpec
 from .codecs.pipeline import CodecPipeline
-from .errors import ArrayIndexError, ShapeMismatchError
+from .errors import ArrayIndexError, MetadataError, ShapeMismatchError
 from .indexing import (BasicIndexer, BlockIndexer, CoordinateIndexer, Indexer, MaskIndexer,
                        OrthogonalIndexer, classify_selection)
 from .memo import BoundedMemo
@@ -314,9 +314,10 @@ class Array(Node):
         new_shape = tuple(int(n) for n in (shape[0] if len(shape) == 1
                                             and isinstance(shape[0], (tuple, list)) else shape))
         if len(new_shape) != self.ndim:
-            raise ValueError(f"resize to {new_shape}: the array has {self.ndim} dimensions")
+            raise MetadataError(f"resize to {new_shape}: the array has {self.ndim} dimensions",
+                                field="shape")
         if any(n < 0 for n in new_shape):
-            raise ValueError(f"resize to {new_shape}: negative extent")
+            raise MetadataError(f"resize to {new_shape}: negative extent", field="shape")
         new_grid = self.metadata.chunk_grid.with_shape(new_shape)
 
         def edit(doc: dict[str, Any]) -> None:

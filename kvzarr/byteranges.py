@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Union
 
-from .errors import InvalidByteRangeError
+from .errors import InvalidByteRangeError, ValueTypeError
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +58,7 @@ def apply_byte_request(value: bytes, request: ByteRequest | None) -> bytes:
         return value[request.offset:]
     if isinstance(request, SuffixRequest):
         return value[max(0, len(value) - request.suffix):] if request.suffix else b""
-    raise TypeError(f"not a byte request: {request!r}")
+    raise ValueTypeError(f"not a byte request: {request!r}")
 
 
 def coalesce_ranges(ranges: Sequence[RangeRequest], max_gap: int = 64 * 1024,

@@ -107,6 +107,21 @@ class ShapeMismatchError(ArrayIndexError, ValueError):
     Both an IndexError and a ValueError, as zarr-python raises either depending on the case."""
 
 
+class ValueConversionError(KvzarrError, ValueError):
+    """A value that cannot become what the array or store holds: text written into an
+    integer array, NaN into integers. Its subclasses are also the builtin error numpy
+    raises for the case, so ``except TypeError`` / ``except OverflowError`` still work."""
+
+
+class ValueTypeError(ValueConversionError, TypeError):
+    """A value of a type that cannot be converted: a str given as a store value, an
+    object written into a numeric array, something that is not a byte request."""
+
+
+class ValueOverflowError(ValueConversionError, OverflowError):
+    """A number out of the range of the array's data type (2**40 into int32)."""
+
+
 # --- codecs and chunks ----------------------------------------------------------------
 
 class CodecError(KvzarrError, ValueError):

@@ -278,8 +278,8 @@ class ChunkGrid:
     def with_shape(self, new_shape: Sequence[int]) -> "ChunkGrid":
         """The grid after ``resize``: regular stays regular, rectilinear appends."""
         if len(new_shape) != self.ndim:
-            raise ValueError(f"new shape {tuple(new_shape)} has {len(new_shape)} dimensions, "
-                             f"the array has {self.ndim}")
+            raise MetadataError(f"new shape {tuple(new_shape)} has {len(new_shape)} "
+                                f"dimensions, the array has {self.ndim}", field="shape")
         return ChunkGrid(tuple(d.resize(int(n)) for d, n in zip(self.dimensions, new_shape)))
 
 

@@ -9,7 +9,8 @@ import pytest
 import kvzarr
 from kvzarr.errors import (BoundsCheckError, ChecksumMismatchError, CodecError, InvalidKeyError,
                            KvzarrError, MetadataError, NegativeStepError, NodeNotFoundError,
-                           ShapeMismatchError, UnsupportedExtensionError,
+                           ShapeMismatchError, StoreConfigError, UnsupportedExtensionError,
+                           ValueConversionError, ValueOverflowError, ValueTypeError,
                            VindexInvalidSelectionError)
 from kvzarr.stores.keys import check_key
 
@@ -144,6 +145,41 @@ def test_shape_mismatched_values_leave_store_unchanged(store):
     with pytest.raises(ShapeMismatchError):
         a.oindex[[0, 1], :] = np.zeros((3, 5))
     assert snapshot(store) == before
+
+
+@pytest.mark.parametrize("value, error, builtin", [
+    ("abc", ValueConversionError, ValueError),
+    (float("nan"), ValueConversionError, ValueError),
+    (2 ** 40, ValueOverflowError, OverflowError),
+    (np.array([1, 2 ** 40, 3], dtype=object), ValueOverflowError, OverflowError),
+    ({"a": 1}, ValueTypeError, TypeError),
+])
+def test_unconvertible_values_leave_store_unchanged(store, value, error, builtin):
+    a = kvzarr.create_array(store, name="a", shape=(3,), chunks=(2,), dtype="int32")
+    a[...] = 7
+    before = snapshot(store)
+    with pytest.raises(error) as info:
+        a[...] = value
+    assert isinstance(info.value, builtin)      # what numpy (and zarr-python) raise
+    assert "int32" in str(info.value)
+    assert snapshot(store) == before
+
+
+def test_bad_store_values_urls_and_resizes(store):
+    store.set("k", b"v")
+    with pytest.raises(ValueTypeError):
+        store.set("k", "a str is not bytes")
+    with pytest.raises(ValueTypeError):
+        store.get_partial_values([("k", (0, 1))])    # a tuple is not a byte request
+    with pytest.raises(StoreConfigError, match="scheme 'foo'"):
+        kvzarr.open("foo://bar")
+    a = kvzarr.create_array(store, name="a", shape=(4,), chunks=(2,), dtype="int8")
+    a[...] = 1
+    before = snapshot(store)
+    for shape in [(-1,), (4, 4)]:
+        with pytest.raises(MetadataError):
+            a.resize(shape)
+    assert snapshot(store) == before and a.shape == (4,)
 
 
 def test_invalid_keys_and_paths(store):

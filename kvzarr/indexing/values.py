@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ShapeMismatchError
+from ..errors import (ShapeMismatchError, ValueConversionError, ValueOverflowError,
+                      ValueTypeError)
 from .projection import Indexer
 from .vindex import CoordinateIndexer
 
@@ -33,8 +34,8 @@ def prepare_value(value: Any, indexer: Indexer, numpy_dtype: Any) -> np.ndarray:
     dtype = np.dtype(numpy_dtype)
     shape, buffer_shape = tuple(indexer.shape), tuple(indexer.buffer_shape)
     if _is_scalar(value, dtype):
-        return np.broadcast_to(np.asarray(value, dtype=dtype), buffer_shape)
-    arr = np.asarray(value, dtype=dtype)
+        return np.broadcast_to(_converted(value, dtype), buffer_shape)
+    arr = _converted(value, dtype)
     if arr.shape == shape:
         return arr.reshape(buffer_shape)
     if isinstance(indexer, CoordinateIndexer) and arr.size == math.prod(buffer_shape):
@@ -44,3 +45,15 @@ def prepare_value(value: Any, indexer: Indexer, numpy_dtype: Any) -> np.ndarray:
     raise ShapeMismatchError(
         f"value of shape {arr.shape} does not match the selection of shape {shape}",
         hint="pass a scalar or an array of exactly the selection's shape")
+
+
+def _converted(value: Any, dtype: np.dtype) -> np.ndarray:
+    """``np.asarray(value, dtype)``, numpy's conversion errors raised as kvzarr's."""
+    try:
+        return np.asarray(value, dtype=dtype)
+    except OverflowError as e:
+        raise ValueOverflowError(f"value out of range for {dtype}: {e}") from e
+    except TypeError as e:
+        raise ValueTypeError(f"value cannot be converted to {dtype}: {e}") from e
+    except ValueError as e:
+        raise ValueConversionError(f"value cannot be converted to {dtype}: {e}") from e

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..byteranges import ByteRequest, apply_byte_request
-from ..errors import InvalidByteRangeError, ReadOnlyError, UnsupportedOperationError
+from ..errors import (InvalidByteRangeError, ReadOnlyError, UnsupportedOperationError,
+                      ValueTypeError)
 from .keys import check_key, check_prefix
 
 
@@ -371,4 +372,5 @@ def _as_bytes(value: Any) -> bytes:
     try:
         return memoryview(value).tobytes()
     except TypeError:
-        raise TypeError(f"store values are bytes-like, not {type(value).__name__}") from None
+        raise ValueTypeError(f"store values are bytes-like, not {type(value).__name__}"
+                             ) from None

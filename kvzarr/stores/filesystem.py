@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from ..errors import InvalidKeyError, StoreError, StoreFullError
+from ..errors import InvalidKeyError, StoreError, StoreFullError, ValueTypeError
 from ..byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
 from ..workers import ForkSafeExecutor
 from .base import Capabilities, Store
@@ -73,7 +73,7 @@ class FilesystemStore(Store):
                     size = os.fstat(f.fileno()).st_size
                     f.seek(max(0, size - request.suffix))
                     return f.read()
-                raise TypeError(f"not a byte request: {request!r}")
+                raise ValueTypeError(f"not a byte request: {request!r}")
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
         except OSError as e:

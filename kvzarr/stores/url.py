@@ -16,6 +16,7 @@ import os
 from typing import Any
 from urllib.parse import unquote
 
+from ..errors import StoreConfigError
 from .base import Store
 
 _SUFFIXES = {
@@ -48,7 +49,8 @@ def open_store(target: Any = None, *, mode: str = "a") -> Store:
     if scheme == "file":
         text = unquote(text[len("file://"):])
     elif scheme:
-        raise ValueError(f"unsupported store URL scheme {scheme!r} in {text!r}")
+        raise StoreConfigError(f"unsupported store URL scheme {scheme!r} in {text!r}",
+                               hint="use a path, file://, memory:// or a SQLAlchemy URL")
     suffix = os.path.splitext(text.rstrip("/"))[1].lower()
     if suffix in _SUFFIXES and not os.path.isdir(text) or suffix in (".lmdb", ".mdb"):
         module, cls = _SUFFIXES[suffix]

@@ -41,7 +41,7 @@ from typing import Any
 
 from ..byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
 from ..errors import (ConflictError, InvalidKeyError, StoreError, StoreFullError,
-                      UnsupportedOperationError)
+                      UnsupportedOperationError, ValueTypeError)
 from .base import Capabilities, Store
 from .keys import check_key, prefix_successor
 from .process import current_pid
@@ -479,7 +479,7 @@ def _resolve(request: ByteRequest, size: int) -> tuple[int, int]:
         return min(request.offset, size), size
     if isinstance(request, SuffixRequest):
         return max(0, size - request.suffix), size
-    raise TypeError(f"not a byte request: {request!r}")
+    raise ValueTypeError(f"not a byte request: {request!r}")
 
 
 def _is_key(name: str) -> bool:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ...byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
+from ...errors import ValueTypeError
 
 #: keys per ``IN (...)`` list and rows per multi-row INSERT
 BATCH = 500
@@ -126,7 +127,7 @@ class Queries:
                     kinds.append("s")
                     params.append(r.suffix)
             else:
-                raise TypeError(f"not a byte request: {r!r}")
+                raise ValueTypeError(f"not a byte request: {r!r}")
         params.append(key)
         shape = ("ranges", *kinds)
         sql = self._cache.get(shape)
