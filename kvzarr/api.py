@@ -16,7 +16,8 @@ import numpy as np
 from .array import Array
 from .chunk_io import DEFAULT_CONFIG, ArrayConfig
 from .creation import build_array_metadata
-from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError
+from .errors import (MetadataError, NodeExistsError, NodeNotFoundError, NodeTypeError,
+                     StoreConfigError)
 from .group import Group, node_from_metadata
 from .memo import BoundedMemo
 from .metadata.v3 import ArrayMetadata, GroupMetadata, load_json, parse_node_metadata
@@ -28,7 +29,7 @@ _MODES = ("r", "r+", "a", "w", "w-")
 
 def _store_for(store: Any, mode: str) -> Store:
     if mode not in _MODES:
-        raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
+        raise StoreConfigError(f"mode must be one of {_MODES}, got {mode!r}", field="mode")
     return open_store(store, mode=mode)
 
 
@@ -117,7 +118,7 @@ def create_array(store: Any = None, *, name: str | None = None, shape: Any = Non
         shape = data.shape if shape is None else shape
         dtype = data.dtype if dtype is None else dtype
     if shape is None:
-        raise TypeError("create_array needs a shape (or data)")
+        raise MetadataError("create_array needs a shape (or data)", field="shape")
     metadata = build_array_metadata(
         shape=shape, dtype=dtype, chunks=chunks, shards=shards, fill_value=fill_value,
         filters=filters, compressors=compressors, serializer=serializer, codecs=codecs,

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .attributes import Attributes
-from .errors import MetadataError, NodeNotFoundError, ReadOnlyError
+from .errors import MetadataError, NodeNotFoundError, ReadOnlyError, ValueTypeError
 from .metadata.v3 import (ZARR_JSON, ArrayMetadata, GroupMetadata, encode_json, load_json,
                           parse_node_metadata)
 from .stores.base import Store
@@ -17,7 +17,7 @@ def normalize_path(path: str | None) -> str:
     if not path:
         return ""
     if not isinstance(path, str):
-        raise TypeError(f"a node path is a str, not {type(path).__name__}")
+        raise ValueTypeError(f"a node path is a str, not {type(path).__name__}")
     if ("." not in path and "\\" not in path and "//" not in path and path[0] != "/"
             and path[-1] != "/"):
         return path   # already normal: no '.' (so no '..' or zarr.json), no extra '/'

@@ -180,6 +180,13 @@ def test_bad_store_values_urls_and_resizes(store):
         with pytest.raises(MetadataError):
             a.resize(shape)
     assert snapshot(store) == before and a.shape == (4,)
+    with pytest.raises(StoreConfigError, match="mode"):
+        kvzarr.open(store, mode="x")
+    with pytest.raises(MetadataError, match="needs a shape"):
+        kvzarr.create_array(store, name="b", dtype="int8")
+    with pytest.raises(ValueTypeError):
+        kvzarr.open_array(store, path=b"a")
+    assert snapshot(store) == before
 
 
 def test_invalid_keys_and_paths(store):
