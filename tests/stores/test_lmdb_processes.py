@@ -15,7 +15,7 @@ import pytest
 from kvzarr.errors import StoreError
 from kvzarr.stores.lmdb import LMDBStore
 
-from .payloads import payload
+from .payloads import increment, payload
 
 SPAWN = multiprocessing.get_context("spawn")
 
@@ -94,8 +94,7 @@ def _increment_worker(path: str, rounds: int, go) -> None:
     go.wait()
     for _ in range(rounds):
         with store.transaction():
-            value = int(store.get("counter") or b"0")
-            store.set("counter", str(value + 1).encode())
+            increment(store)
     store.close()
 
 

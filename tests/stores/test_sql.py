@@ -29,6 +29,8 @@ from kvzarr.errors import (ConflictError, InvalidKeyError, ReadOnlyError, Schema
                            StoreError, StoreFullError, UnsupportedOperationError)
 from kvzarr.stores.sql import SCHEMA_VERSION, SQLStore, migrations_dir, upgrade
 
+from .payloads import increment
+
 PG_URL = os.environ.get("KVZARR_TEST_POSTGRES_URL")
 
 # The version-1 schema as stores/sql.md specifies it, written here by hand (not by kvzarr)
@@ -80,8 +82,7 @@ def _increment(url: str, table: str | None, n: int, barrier) -> None:
     barrier.wait()
     for _ in range(n):
         with store.transaction():
-            value = int(store.get("counter") or b"0")
-            store.set("counter", str(value + 1).encode())
+            increment(store)
     store.close()
 
 

@@ -31,6 +31,8 @@ from kvzarr.errors import (ChecksumMismatchError, ConflictError, InvalidKeyError
 from kvzarr.stores import zip as zipmod
 from kvzarr.stores.zip import TEMP_MARKER, ZipStore
 
+from .payloads import increment
+
 
 def temp_files(directory: Path) -> list[str]:
     return [n for n in os.listdir(directory) if TEMP_MARKER in n]
@@ -412,7 +414,7 @@ def test_threads_sharing_a_handle_do_not_lose_updates(path: Path) -> None:
         def work() -> None:
             for _ in range(25):
                 with store.transaction():
-                    store.set("counter", b"%d" % (int(store.get("counter")) + 1))
+                    increment(store)
 
         threads = [threading.Thread(target=work) for _ in range(4)]
         for t in threads:
@@ -517,8 +519,7 @@ def _committer(path: str, name: str, n: int) -> None:
     for i in range(n):
         with store.transaction():
             store.set(f"{name}/{i}", b"%d" % i)
-            count = int(store.get("counter") or b"0")
-            store.set("counter", b"%d" % (count + 1))  # read-modify-write under the lock
+            increment(store)   # read-modify-write under the lock
     store.close()
 
 
