@@ -146,34 +146,32 @@ class Queries:
             cur.execute(self._in_list(f"SELECT k, v FROM {self._t}", len(keys)), params)
             return dict(cur.fetchall())
         found: dict[str, Any] = {}
-        unique = list(dict.fromkeys(keys))
-        head = f"SELECT k, v FROM {self._t}"
-        for i in range(0, len(unique), BATCH):
-            part = unique[i:i + BATCH]
-            cur.execute(self._in_list(head, len(part)), part)
+        for _ in self._in_batches(cur, f"SELECT k, v FROM {self._t}",
+                                  list(dict.fromkeys(keys))):
             found.update(cur.fetchall())
         return found
 
     def iter_many(self, cur: Any, keys: Sequence[str]) -> Iterator[tuple[str, Any]]:
         """``(key, value)`` rows of ``keys`` (no key twice), taken from the cursor one at
         a time, :data:`BATCH` keys per statement."""
-        head = f"SELECT k, v FROM {self._t}"
-        for i in range(0, len(keys), BATCH):
-            part = list(keys[i:i + BATCH])
-            cur.execute(self._in_list(head, len(part)), part)
+        for _ in self._in_batches(cur, f"SELECT k, v FROM {self._t}", keys):
             for row in cur:
                 yield row[0], row[1]
 
     def existing(self, cur: Any, keys: Sequence[str]) -> set[str]:
         """Which of ``keys`` exist (keys only: no value leaves the database)."""
         found: set[str] = set()
-        unique = list(dict.fromkeys(keys))
-        head = f"SELECT k FROM {self._t}"
-        for i in range(0, len(unique), BATCH):
-            part = unique[i:i + BATCH]
-            cur.execute(self._in_list(head, len(part)), part)
+        for _ in self._in_batches(cur, f"SELECT k FROM {self._t}", list(dict.fromkeys(keys))):
             found.update(row[0] for row in cur.fetchall())
         return found
+
+    def _in_batches(self, cur: Any, head: str, keys: Sequence[str]) -> Iterator[None]:
+        """Run ``head WHERE k IN (...)`` over ``keys`` (no key twice), :data:`BATCH` keys
+        per statement; after each statement yield, its rows waiting on ``cur``."""
+        for i in range(0, len(keys), BATCH):
+            part = list(keys[i:i + BATCH])
+            cur.execute(self._in_list(head, len(part)), part)
+            yield
 
     def set_many(self, cur: Any, items: Sequence[tuple[str, bytes]]) -> None:
         if not self.pg:
