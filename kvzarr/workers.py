@@ -29,7 +29,8 @@ class ForkSafeExecutor:
     def __init__(self, **options: object) -> None:
         self._options = options
         self._forget()
-        os.register_at_fork(after_in_child=self._forget)
+        if hasattr(os, "register_at_fork"):   # POSIX only; elsewhere no fork()
+            os.register_at_fork(after_in_child=self._forget)
 
     def _forget(self) -> None:
         # (after a fork: the child's only thread, so nothing races this)

@@ -18,7 +18,8 @@ def _after_fork_in_child() -> None:
     _pid = os.getpid()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+if hasattr(os, "register_at_fork"):   # POSIX only; elsewhere no fork()
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def current_pid() -> int:

@@ -154,7 +154,8 @@ class Backend:
                 backend._idle = []
                 backend.engine.dispose(close=False)
 
-        os.register_at_fork(after_in_child=_forget_parent_connections)
+        if hasattr(os, "register_at_fork"):   # POSIX only; elsewhere no fork()
+            os.register_at_fork(after_in_child=_forget_parent_connections)
 
         @event.listens_for(engine, "engine_disposed")
         def _drop_idle(engine: sa.Engine) -> None:  # engine.dispose() by a caller
