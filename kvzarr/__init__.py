@@ -11,7 +11,7 @@ from . import errors
 from .api import (array, create_array, create_group, full, group, ones, open, open_array,
                   open_group, zeros)
 from .array import Array
-from .chunk_io import ArrayConfig
+from .engine.config import ArrayConfig
 from .group import Group
 from .stores import FilesystemStore, MemoryStore, Store, open_store
 

@@ -11,16 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from .array import Array
-from .chunk_io import DEFAULT_CONFIG, ArrayConfig
-from .creation import build_array_metadata
-from .errors import (MetadataError, NodeExistsError, NodeNotFoundError, NodeTypeError,
-                     StoreConfigError)
+from .engine.config import array_config as _config
+from .errors import NodeNotFoundError, NodeTypeError, StoreConfigError
 from .group import Group, node_from_metadata
-from .memo import BoundedMemo
-from .metadata.v3 import ArrayMetadata, GroupMetadata, load_json, parse_node_metadata
+from .hierarchy import new_array, new_group
+from .metadata.v3 import ArrayMetadata, GroupMetadata, parse_node_metadata
 from .node import metadata_key, normalize_path, read_node_metadata
 from .stores import Store, open_store
 
@@ -33,72 +29,9 @@ def _store_for(store: Any, mode: str) -> Store:
     return open_store(store, mode=mode)
 
 
-def _config(config: Any, write_empty_chunks: bool | None) -> ArrayConfig:
-    if config is None and write_empty_chunks is None:
-        return DEFAULT_CONFIG
-    if isinstance(config, ArrayConfig):
-        cfg = config
-    else:
-        cfg = ArrayConfig(**(config or {}))
-    if write_empty_chunks is not None:
-        from dataclasses import replace
-        cfg = replace(cfg, write_empty_chunks=write_empty_chunks)
-    return cfg
-
-
 def _existing(store: Store, path: str) -> ArrayMetadata | GroupMetadata | None:
     data = store.get(metadata_key(path))
     return None if data is None else parse_node_metadata(data, "/" + path)
-
-
-def _prepare_node_path(store: Store, path: str, overwrite: bool) -> None:
-    """Inside a write transaction: clear ``path`` (or fail) and make sure its ancestors
-    are groups. Walks up from the parent to the nearest ancestor that exists, creating
-    the missing groups on the way: an existing group got its own ancestors when it was
-    made, so the common case (the parent exists) costs one read."""
-    if store.exists(metadata_key(path)) or (overwrite and path and any(
-            True for _ in store.list_prefix(path + "/"))):
-        if not overwrite:
-            raise NodeExistsError("a node already exists; pass overwrite=True to replace it",
-                                  path="/" + path)
-        store.erase_prefix(path + "/" if path else "")
-    if not path:
-        return
-    ancestor = path
-    missing = []
-    while ancestor:
-        ancestor = ancestor.rpartition("/")[0]
-        data = store.get(metadata_key(ancestor))
-        if data is None:
-            missing.append(ancestor)
-            continue
-        if _node_type(data, ancestor) != "group":
-            raise NodeTypeError("an ancestor of the new node is an array",
-                                path="/" + ancestor)
-        break
-    if missing:
-        empty = GroupMetadata().to_bytes()
-        store.set_many([(metadata_key(a), empty) for a in missing])
-
-
-#: zarr.json bytes -> node_type of small documents: the parent of many new arrays is
-#: read once per create
-_NODE_TYPES = BoundedMemo(256)
-_NODE_TYPE_DOC_MAX = 4096
-
-
-def _node_type(data: bytes, path: str) -> str:
-    """The node_type of a zarr.json document, read without building its metadata."""
-    node_type = _NODE_TYPES.get(data)
-    if node_type is None:
-        doc = load_json(data, "/" + path)
-        node_type = doc.get("node_type")
-        if doc.get("zarr_format") != 3 or node_type not in ("array", "group"):
-            # not a v3 node: let the full parser say what is wrong with it
-            parse_node_metadata(doc, "/" + path)
-        if len(data) <= _NODE_TYPE_DOC_MAX:
-            _NODE_TYPES.keep(data, node_type)
-    return node_type
 
 
 def create_array(store: Any = None, *, name: str | None = None, shape: Any = None,
@@ -111,41 +44,21 @@ def create_array(store: Any = None, *, name: str | None = None, shape: Any = Non
                  mode: str = "a") -> Array:
     """Create an array and return it. With ``data``, shape and dtype default to the
     data's and the data is written."""
-    store = _store_for(store, mode)
-    path = normalize_path(name)
-    if data is not None:
-        data = np.asanyarray(data[...] if isinstance(data, Array) else data)
-        shape = data.shape if shape is None else shape
-        dtype = data.dtype if dtype is None else dtype
-    if shape is None:
-        raise MetadataError("create_array needs a shape (or data)", field="shape")
-    metadata = build_array_metadata(
-        shape=shape, dtype=dtype, chunks=chunks, shards=shards, fill_value=fill_value,
-        filters=filters, compressors=compressors, serializer=serializer, codecs=codecs,
-        dimension_names=dimension_names, attributes=attributes,
-        chunk_key_encoding=chunk_key_encoding)
-    cfg = _config(config, write_empty_chunks)
-    # The Array builds and validates the codec pipeline before anything is written, and
-    # its metadata carries the codecs with their defaults filled in.
-    array = Array(store, path, metadata, config=cfg)
-    with store.transaction():
-        _prepare_node_path(store, path, overwrite)
-        store.set(metadata_key(path), array.metadata.to_bytes())
-        if data is not None:
-            array[...] = data
-    return array
+    return new_array(
+        _store_for(store, mode), normalize_path(name), config=_config(config, write_empty_chunks),
+        overwrite=overwrite, data=data, shape=shape, dtype=dtype, chunks=chunks,
+        shards=shards, fill_value=fill_value, filters=filters, compressors=compressors,
+        serializer=serializer, codecs=codecs, dimension_names=dimension_names,
+        attributes=attributes, chunk_key_encoding=chunk_key_encoding)
 
 
 def create_group(store: Any = None, *, path: str | None = None,
                  attributes: dict[str, Any] | None = None, overwrite: bool = False,
                  mode: str = "a") -> Group:
-    store = _store_for(store, mode)
-    path = normalize_path(path)
-    metadata = GroupMetadata(attributes=dict(attributes or {}))
-    with store.transaction():
-        _prepare_node_path(store, path, overwrite)
-        store.set(metadata_key(path), metadata.to_bytes())
-    return Group(store, path, metadata)
+    st = _store_for(store, mode)
+    node_path = normalize_path(path)
+    return Group(st, node_path, new_group(st, node_path, attributes=attributes,
+                                          overwrite=overwrite))
 
 
 def open_array(store: Any = None, *, mode: str = "a", path: str | None = None,

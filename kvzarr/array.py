@@ -16,17 +16,18 @@ from typing import Any
 
 import numpy as np
 
-from .chunk_io import DEFAULT_CONFIG, ArrayConfig, ChunkIO
+from .engine.chunk_io import ChunkIO
+from .engine.config import DEFAULT_CONFIG, ArrayConfig
 from .codecs.base import ChunkArraySpec
 from .codecs.pipeline import CodecPipeline
 from .errors import ArrayIndexError, MetadataError, ShapeMismatchError
 from .indexing import (BasicIndexer, BlockIndexer, CoordinateIndexer, Indexer, MaskIndexer,
                        OrthogonalIndexer, classify_selection)
-from .memo import BoundedMemo
+from .runtime.memo import BoundedMemo
 from .metadata.v3 import ArrayMetadata
 from .grid import chunk_grid_to_json
 from .node import Node
-from .point_reads import PointReader
+from .engine.point_reads import PointReader
 from .stores.base import Store
 
 #: (ids of the codecs, id of the data type, codec shapes) -> (the objects whose ids are in

@@ -16,7 +16,7 @@ from .codecs.base import Codec
 from .codecs.registry import codec_from_json
 from .errors import MetadataError
 from .grid import ChunkGrid, FixedDimension, VaryingDimension
-from .memo import BoundedMemo
+from .runtime.memo import BoundedMemo
 from .metadata.chunk_keys import ChunkKeyEncoding, parse_chunk_key_encoding
 from .metadata.dtypes import DataType, data_type_from_numpy
 from .metadata.v3 import ArrayMetadata

@@ -28,8 +28,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .array import Array
-from .chunk_io import ArrayConfig
+from .engine.config import ArrayConfig
+from .engine.config import array_config as _array_config
 from .errors import NodeNotFoundError, NodeTypeError
+from .hierarchy import new_array, new_group
 from .metadata.v3 import ArrayMetadata, GroupMetadata, parse_node_metadata
 from .node import Node, metadata_key, normalize_path, read_node_metadata
 from .stores.base import Store
@@ -144,9 +146,9 @@ class Group(Node):
 
     def create_group(self, name: str, *, overwrite: bool = False,
                      attributes: dict[str, Any] | None = None) -> "Group":
-        from .api import create_group
-        return create_group(self.store, path=self._child_path(name), overwrite=overwrite,
-                            attributes=attributes)
+        path = self._child_path(name)
+        return Group(self.store, path, new_group(self.store, path, attributes=attributes,
+                                                 overwrite=overwrite))
 
     def require_group(self, name: str, **kwargs: Any) -> "Group":
         node = self.get(name)
@@ -157,8 +159,10 @@ class Group(Node):
         return node
 
     def create_array(self, name: str, **kwargs: Any) -> Array:
-        from .api import create_array
-        return create_array(self.store, name=self._child_path(name), **kwargs)
+        return new_array(self.store, self._child_path(name),
+                         config=_array_config(kwargs.pop("config", None),
+                                              kwargs.pop("write_empty_chunks", None)),
+                         **kwargs)
 
     def __delitem__(self, name: str) -> None:
         self._check_writable()

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import kvzarr
-from kvzarr.gc_pause import gc_paused
+from kvzarr.runtime.gc_pause import gc_paused
 
 
 @pytest.fixture(autouse=True)

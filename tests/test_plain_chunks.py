@@ -16,7 +16,7 @@ import kvzarr
 from kvzarr.grid import ChunkGrid
 from kvzarr.indexing import BasicIndexer
 from kvzarr.metadata.chunk_keys import ChunkKeyEncoding
-from kvzarr.plain_chunks import find_box, slabs
+from kvzarr.engine.plain_chunks import find_box, slabs
 from kvzarr.stores.filesystem import FilesystemStore
 from kvzarr.stores.lmdb import LMDBStore
 from kvzarr.stores.memory import MemoryStore
@@ -129,7 +129,7 @@ def _chunks(store):
 
 def test_a_write_of_more_than_one_block_stores_every_slab(monkeypatch):
     # cut the box into many slabs: the later ones are encoded inside the transaction
-    from kvzarr import chunk_io
+    from kvzarr.engine import chunk_io
     monkeypatch.setattr(chunk_io, "_AHEAD_BYTES", 3 * 4 * 4 * 8)
     store = MemoryStore()
     a = kvzarr.create_array(store, name="a", shape=(40, 9), dtype="float64", chunks=(4, 4),

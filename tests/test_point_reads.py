@@ -1,4 +1,4 @@
-"""The a[i, j] fast path (kvzarr/point_reads.py) gives exactly what the general indexing
+"""The a[i, j] fast path (kvzarr/engine/point_reads.py) gives exactly what the general indexing
 path gives: same value, same scalar type, same errors, for every codec and data type."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kvzarr
-from kvzarr.chunk_io import ArrayConfig
+from kvzarr.engine.config import ArrayConfig
 from kvzarr.errors import BoundsCheckError, ChunkNotFoundError, CodecError
 from kvzarr.stores.lmdb import LMDBStore
 

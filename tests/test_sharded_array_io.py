@@ -4,7 +4,7 @@ inner chunks only; a small write keeps the other inner chunks' bytes as they wer
 import numpy as np
 
 import kvzarr
-from kvzarr.byteranges import RangeRequest, SuffixRequest
+from kvzarr.stores.byteranges import RangeRequest, SuffixRequest
 
 
 class RecordingStore(kvzarr.MemoryStore):

@@ -1,4 +1,4 @@
-"""kvzarr.workers: share() computes every item once, in order, never waits on work no
+"""kvzarr.runtime.workers: share() computes every item once, in order, never waits on work no
 thread has started (so a caller gets through with every worker busy), and stops what
 has not started when an item fails; idle_cores() sees processes that keep the cores
 busy."""
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from kvzarr import workers
+from kvzarr.runtime import workers
 
 
 def test_share_returns_results_in_order():
@@ -23,7 +23,7 @@ def test_share_returns_results_in_order():
 
 def test_share_runs_everything_on_the_caller_when_every_worker_is_busy():
     release = threading.Event()
-    blockers = [workers.POOL.submit(release.wait, 30) for _ in range(workers.WORKERS)]
+    blockers = [workers.POOL.submit(release.wait, 30) for _ in range(workers.THREADS)]
     ran_on: list[int] = []
     caller: list[int] = []
     result: list[list[int]] = []
@@ -49,7 +49,7 @@ def test_share_runs_everything_on_the_caller_when_every_worker_is_busy():
 
 def test_share_stops_what_has_not_started_after_a_failure():
     release = threading.Event()
-    blockers = [workers.POOL.submit(release.wait, 30) for _ in range(workers.WORKERS)]
+    blockers = [workers.POOL.submit(release.wait, 30) for _ in range(workers.THREADS)]
     seen: list[int] = []
 
     def fn(x: int) -> int:

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from ..byteranges import ByteRequest
+from ..stores.byteranges import ByteRequest
 from ..metadata.dtypes import DataType
 
 

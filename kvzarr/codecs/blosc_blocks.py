@@ -7,9 +7,9 @@ compressed on its own from its data and the parameters alone. Blosc's own thread
 the blocks out in the order they finish, so with them the frame differs from run to run
 (which is why kvzarr keeps them off). Here runs of consecutive whole blocks are
 compressed as frames of their own, one by the caller and the others by the codec workers
-(:func:`kvzarr.workers.share`), and their blocks are laid end to end, in order, under
+(:func:`kvzarr.runtime.workers.share`), and their blocks are laid end to end, in order, under
 one header: the frame single-threaded Blosc writes. There are as many runs as there are
-idle cores plus the caller's (:func:`kvzarr.workers.idle_cores`); with none idle, as
+idle cores plus the caller's (:func:`kvzarr.runtime.workers.idle_cores`); with none idle, as
 when other writers keep the cores busy, the buffer is compressed in one call: splitting
 it then only takes time from them and adds hand-offs.
 
@@ -39,8 +39,8 @@ from typing import Any
 
 import numcodecs.blosc as _nc_blosc
 
-from .. import workers
-from ..memo import BoundedMemo
+from ..runtime import workers
+from ..runtime.memo import BoundedMemo
 
 _HEADER = struct.Struct("<BBBBiii")
 _MEMCPYED = 0x02

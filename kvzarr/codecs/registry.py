@@ -9,15 +9,23 @@ from ..metadata.extensions import may_ignore, split_extension
 from .base import Codec
 
 _CODECS: dict[str, type[Codec]] = {}
+#: bumped by every registration: codecs parsed before it may resolve differently now
+_generation = 0
 
 
 def register_codec(cls: type[Codec], *aliases: str) -> type[Codec]:
     """Register ``cls`` under ``cls.name`` (and any aliases read on input)."""
+    global _generation
     for name in (cls.name, *aliases):
         _CODECS[name] = cls
-    from ..metadata.v3 import clear_memo  # parsed codecs may now resolve differently
-    clear_memo()
+    _generation += 1
     return cls
+
+
+def generation() -> int:
+    """How many registrations there have been: memos of parsed ``codecs`` members key on
+    it, so a registration makes them parse again."""
+    return _generation
 
 
 def get_codec_class(name: str) -> type[Codec] | None:

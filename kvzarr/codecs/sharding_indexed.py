@@ -40,14 +40,14 @@ from typing import Any
 
 import numpy as np
 
-from ..byteranges import RangeRequest, SuffixRequest
+from ..stores.byteranges import RangeRequest, SuffixRequest
 from ..errors import CodecError, MetadataError, ShapeMismatchError
 from ..indexing import OrthogonalIndexer
 from .base import ArrayBytesCodec, ByteSource, ChunkArraySpec, Codec
 from .pipeline import CodecPipeline
 from .registry import codecs_from_json, register_codec
 from .sharding.layout import MISSING, ShardIndex, ShardLayout, index_data_type, make_layout
-from .sharding.parallel import map_items, worth_threads
+from ..runtime.workers import map_items, worth_threads
 
 _LOCATIONS = ("start", "end")
 _DEFAULT_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}]

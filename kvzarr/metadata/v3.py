@@ -20,9 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..codecs.pipeline import CodecPipeline
+from ..codecs.registry import codecs_from_json
+from ..codecs.registry import generation as codec_generation
 from ..errors import MetadataError, UnsupportedExtensionError
 from ..grid import ChunkGrid, chunk_grid_to_json, parse_chunk_grid
-from ..memo import BoundedMemo
+from ..runtime.memo import BoundedMemo
 from .chunk_keys import ChunkKeyEncoding, parse_chunk_key_encoding
 from .dtypes import DataType, parse_data_type
 from .extensions import may_ignore
@@ -159,7 +162,7 @@ _MEMO = BoundedMemo(1024)
 _MEMO_KEY_MAX = 4096
 
 
-def _memoized(member: str, doc: Any, parse: Callable[[Any], Any]) -> Any:
+def _memoized(member: Any, doc: Any, parse: Callable[[Any], Any]) -> Any:
     """``parse(doc)``, reused for every equal ``doc``. ``repr`` of a parsed JSON value
     tells its type apart (1, 1.0, true, "1"), so equal keys mean equal documents. Only
     successes are kept: a bad document raises its error every time."""
@@ -172,15 +175,7 @@ def _memoized(member: str, doc: Any, parse: Callable[[Any], Any]) -> Any:
     return value
 
 
-def clear_memo() -> None:
-    """Forget parsed members (called when a codec is registered: names may change)."""
-    _MEMO.clear()
-
-
 def _parse_codecs(docs: Any) -> tuple[Any, ...]:
-    from ..codecs.pipeline import CodecPipeline  # codecs import metadata.dtypes
-    from ..codecs.registry import codecs_from_json
-
     codecs = tuple(codecs_from_json(docs))
     CodecPipeline(codecs)  # checks the codec kinds and their order
     return codecs
@@ -231,7 +226,8 @@ def parse_array_metadata(doc: dict[str, Any]) -> ArrayMetadata:
     cke = _memoized("chunk_key_encoding", doc["chunk_key_encoding"],
                     parse_chunk_key_encoding)
     fill = data_type.fill_from_json(doc["fill_value"])
-    codecs = _memoized("codecs", doc["codecs"], _parse_codecs)
+    # (a codec registered since may parse the same document differently)
+    codecs = _memoized(("codecs", codec_generation()), doc["codecs"], _parse_codecs)
     dim_names = doc.get("dimension_names")
     if dim_names is not None:
         if (not isinstance(dim_names, list) or len(dim_names) != len(shape)

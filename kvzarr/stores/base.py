@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ..byteranges import ByteRequest, apply_byte_request
+from .byteranges import ByteRequest, apply_byte_request
 from ..errors import (InvalidByteRangeError, ReadOnlyError, UnsupportedOperationError,
                       ValueTypeError)
 from .keys import check_key, check_prefix

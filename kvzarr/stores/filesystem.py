@@ -16,16 +16,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ..errors import InvalidKeyError, StoreError, StoreFullError, ValueTypeError
-from ..byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
-from ..workers import ForkSafeExecutor
+from .byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
+from ..runtime import workers
 from .base import Capabilities, Store
 
 #: Temporary files carry this marker in their name; listings never show them.
 TEMP_MARKER = ".kvzarr-tmp-"
 
-# File reads and writes release the GIL: batches of keys go through a few threads so the
-# disk and the page cache work in parallel.
-_IO_POOL = ForkSafeExecutor(max_workers=8, thread_name_prefix="kvzarr-fs")
 
 
 class FilesystemStore(Store):
@@ -111,17 +108,12 @@ class FilesystemStore(Store):
                 raise _translate(e, key) from e
 
     def _get_many(self, keys: Sequence[str]) -> list[bytes | None]:
-        if len(keys) < 4:
-            return [self._get(k) for k in keys]
-        return list(_IO_POOL.map(self._get, keys))
+        # File reads release the GIL: a batch goes through the worker threads so the
+        # disk and the page cache work in parallel.
+        return workers.map_items(self._get, keys, parallel=len(keys) >= 4)
 
     def _set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
-        if len(items) < 4:
-            for key, value in items:
-                self._set(key, value)
-            return
-        for _ in _IO_POOL.map(lambda kv: self._set(*kv), items):
-            pass
+        workers.map_items(lambda kv: self._set(*kv), items, parallel=len(items) >= 4)
 
     def _erase(self, key: str) -> None:
         path = self._path(key)

@@ -14,7 +14,7 @@ from typing import Any
 
 from sortedcontainers import SortedDict
 
-from ..byteranges import ByteRequest, apply_byte_request
+from .byteranges import ByteRequest, apply_byte_request
 from .base import Capabilities, Store
 from .keys import prefix_successor
 from .overlay import DELETED, merged_keys

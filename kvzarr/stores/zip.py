@@ -39,12 +39,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
+from .byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
 from ..errors import (ConflictError, InvalidKeyError, StoreError, StoreFullError,
                       UnsupportedOperationError, ValueTypeError)
 from .base import Capabilities, Store
 from .keys import check_key, prefix_successor
-from .process import current_pid
+from ..runtime.process import current_pid
 from .overlay import DELETED, merged_keys
 from .zipformat import (SIG_EOCD64, ZIP64_LIMIT, ArchiveFile, ArchiveWriter, Member,
                         copy_member, dos_datetime, read_directory, write_directory,

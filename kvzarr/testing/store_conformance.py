@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ..byteranges import OffsetRequest, RangeRequest, SuffixRequest
+from ..stores.byteranges import OffsetRequest, RangeRequest, SuffixRequest
 from ..errors import (InvalidByteRangeError, InvalidKeyError, ReadOnlyError,
                       UnsupportedOperationError)
 from ..stores.base import Store

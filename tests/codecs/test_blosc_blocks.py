@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvzarr import workers
+from kvzarr.runtime import workers
 from kvzarr.codecs import blosc_blocks
 from kvzarr.codecs.base import ChunkArraySpec
 from kvzarr.codecs.blosc import BloscCodec

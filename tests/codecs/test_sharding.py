@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvzarr.byteranges import RangeRequest, SuffixRequest, apply_byte_request
+from kvzarr.stores.byteranges import RangeRequest, SuffixRequest, apply_byte_request
 from kvzarr.codecs.base import ChunkArraySpec
 from kvzarr.codecs.registry import codec_from_json
-from kvzarr.codecs.sharding import parallel
+from kvzarr.runtime import workers as parallel
 from kvzarr.codecs.sharding.layout import morton_order
 from kvzarr.codecs.sharding_indexed import ShardingCodec
 from kvzarr.errors import ChecksumMismatchError, CodecError, MetadataError
@@ -305,7 +305,7 @@ def test_large_shard_uses_thread_pool_and_round_trips():
     shard = codec.encode(data, spec)
     assert (index_of(shard, 64)[[0, 1, 8, 9]] == MAX).all()  # the four zero inner chunks
     np.testing.assert_array_equal(codec.decode(shard, spec), data)
-    assert any(t.name.startswith("kvzarr-shard") for t in threading.enumerate())
+    assert any(t.name.startswith("kvzarr-worker") for t in threading.enumerate())
     sel = (np.array([0, 5, 100, 255]), slice(3, 250, 7))
     np.testing.assert_array_equal(codec.decode_partial(CountingSource(shard), sel, spec),
                                   data[np.ix_(sel[0], np.arange(3, 250, 7))])

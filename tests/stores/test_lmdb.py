@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvzarr.byteranges import OffsetRequest, RangeRequest, SuffixRequest, apply_byte_request
+from kvzarr.stores.byteranges import OffsetRequest, RangeRequest, SuffixRequest, apply_byte_request
 from kvzarr.errors import (InvalidKeyError, ReadOnlyError, StoreError, StoreFullError,
                            UnsupportedOperationError)
 from kvzarr.stores.lmdb import LMDBStore

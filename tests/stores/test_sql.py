@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import event
 
-from kvzarr.byteranges import OffsetRequest, RangeRequest, SuffixRequest, apply_byte_request
+from kvzarr.stores.byteranges import OffsetRequest, RangeRequest, SuffixRequest, apply_byte_request
 from kvzarr.errors import (ConflictError, InvalidKeyError, ReadOnlyError, SchemaVersionError,
                            StoreError, StoreFullError, UnsupportedOperationError)
 from kvzarr.stores.sql import SCHEMA_VERSION, SQLStore, migrations_dir, upgrade

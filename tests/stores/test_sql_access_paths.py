@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import event
 
-from kvzarr.byteranges import OffsetRequest, RangeRequest, SuffixRequest, apply_byte_request
+from kvzarr.stores.byteranges import OffsetRequest, RangeRequest, SuffixRequest, apply_byte_request
 from kvzarr.errors import InvalidKeyError
 from kvzarr.stores.sql import SQLStore
 

@@ -25,7 +25,7 @@ import zarr
 import zarr.storage
 from zarr.core.buffer import default_buffer_prototype
 
-from kvzarr.byteranges import OffsetRequest, RangeRequest, SuffixRequest
+from kvzarr.stores.byteranges import OffsetRequest, RangeRequest, SuffixRequest
 from kvzarr.errors import (ChecksumMismatchError, ConflictError, InvalidKeyError, ReadOnlyError,
                            StoreError, UnsupportedOperationError)
 from kvzarr.stores import zip as zipmod

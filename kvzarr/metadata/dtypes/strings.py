@@ -24,7 +24,7 @@ import numpy as np
 
 from ...errors import MetadataError
 from ..extensions import extension_json
-from . import register_data_type, register_numpy_matcher
+from .registry import register_data_type, register_numpy_matcher
 from .base import DataType
 
 #: the in-memory dtype of ``string`` (no NA object: vlen-utf8 has no missing values)

@@ -30,7 +30,8 @@ import numpy as np
 
 from ...errors import MetadataError
 from ..extensions import extension_json
-from . import data_type_from_numpy, parse_data_type, register_data_type, register_numpy_matcher
+from .registry import (data_type_from_numpy, parse_data_type, register_data_type,
+                       register_numpy_matcher)
 from .base import DataType
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from ...errors import MetadataError
 from ..extensions import extension_json
-from . import register_data_type, register_numpy_matcher
+from .registry import register_data_type, register_numpy_matcher
 from .base import DataType
 
 UNITS = ("Y", "M", "W", "D", "h", "m", "s", "ms", "us", "ns", "ps", "fs", "as", "generic")

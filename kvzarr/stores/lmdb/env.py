@@ -38,7 +38,7 @@ from typing import Any, Iterator
 import lmdb
 
 from ...errors import ReadOnlyError, StoreConfigError, StoreError, StoreFullError
-from ..process import current_pid
+from ...runtime.process import current_pid
 
 try:
     import fcntl

@@ -26,10 +26,10 @@ from typing import Any
 
 import lmdb
 
-from ...byteranges import ByteRequest, apply_byte_request
+from ..byteranges import ByteRequest, apply_byte_request
 from ...errors import ConflictError, KvzarrError, StoreConfigError, StoreError
 from ..base import Capabilities, Store
-from ..process import current_pid
+from ...runtime.process import current_pid
 from . import env as _env
 from . import keymap
 from .env import DURABILITY, SharedEnv, _translate

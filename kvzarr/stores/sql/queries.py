@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ...byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
+from ..byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
 from ...errors import ValueTypeError
 
 #: keys per ``IN (...)`` list and rows per multi-row INSERT

@@ -34,7 +34,7 @@ from contextlib import contextmanager, nullcontext
 from itertools import chain
 from typing import Any
 
-from ...byteranges import ByteRequest
+from ..byteranges import ByteRequest
 from ..base import Capabilities, Store
 from ..keys import check_key, prefix_successor
 from .backends import Backend, Txn, open_backend, translate

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from .indexing.dims import SLICE
-from .indexing.projection import Indexer, ProductIndexer
-from .metadata.chunk_keys import ChunkKeyEncoding
+from ..indexing.dims import SLICE
+from ..indexing.projection import Indexer, ProductIndexer
+from ..metadata.chunk_keys import ChunkKeyEncoding
 
 
 def find_box(indexer: Indexer, chunk_shape: tuple[int, ...]) -> list[range] | None:

@@ -9,30 +9,31 @@ processes writing different elements of one chunk both survive; a chunk that end
 equal to the fill value is erased instead of stored (unless ``write_empty_chunks``).
 Whole chunks are encoded before the write transaction begins; on a plain-bytes regular
 array, those a slice selection covers are laid out in one strided copy
-(:mod:`kvzarr.plain_chunks`).
+(:mod:`kvzarr.engine.plain_chunks`).
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from . import plain_chunks, workers
-from .byteranges import ByteRequest, RangeRequest, coalesce_ranges
-from .codecs.base import ChunkArraySpec
-from .codecs.bytes import BytesCodec
-from .codecs.pipeline import CodecPipeline
-from .errors import ChunkNotFoundError, KvzarrError
-from .gc_pause import gc_paused
-from .indexing import ChunkProjection, CoordinateIndexer, Indexer, MaskIndexer, prepare_value
-from .indexing import to_orthogonal
-from .metadata.v3 import ArrayMetadata
-from .stores.base import Store
+from ..codecs.base import ChunkArraySpec
+from ..codecs.bytes import BytesCodec
+from ..codecs.pipeline import CodecPipeline
+from ..errors import ChunkNotFoundError, KvzarrError
+from ..indexing import (ChunkProjection, CoordinateIndexer, Indexer, MaskIndexer,
+                        prepare_value, to_orthogonal)
+from ..metadata.v3 import ArrayMetadata
+from ..runtime import workers
+from ..runtime.gc_pause import gc_paused
+from ..stores.base import Store
+from . import plain_chunks
+from .byte_source import StoreByteSource
+from .config import ArrayConfig
 
 #: below this many encoded bytes in a batch, threads cost more than they save
 _POOL_MIN_BYTES = 512 * 1024
@@ -43,50 +44,6 @@ _WRITE_BATCH_BYTES = 64 * 1024 * 1024
 _AHEAD_BYTES = 256 * 1024 * 1024
 #: reads and writes of at least this many chunks run with the garbage collector paused
 _GC_PAUSE_CHUNKS = 64
-
-
-@dataclass(frozen=True)
-class ArrayConfig:
-    """Runtime settings of an array; not stored in metadata."""
-    #: store chunks that equal the fill value (default: erase them)
-    write_empty_chunks: bool = False
-    #: a missing chunk reads as the fill value (default) instead of raising ChunkNotFoundError
-    read_missing_chunks: bool = True
-    #: gap and span limits for merging byte ranges of one shard into one read
-    coalesce_max_gap: int = 64 * 1024
-    coalesce_max_bytes: int = 16 * 1024 * 1024
-
-
-#: the settings of an array opened without any (shared: the config is immutable)
-DEFAULT_CONFIG = ArrayConfig()
-
-
-class StoreByteSource:
-    """A ByteSource over one key of a store; nearby ranges are read as one."""
-
-    def __init__(self, store: Store, key: str, config: ArrayConfig) -> None:
-        self.store, self.key, self._config = store, key, config
-
-    def get(self) -> bytes | None:
-        return self.store.get(self.key)
-
-    def get_ranges(self, requests: Sequence[ByteRequest]) -> list[bytes] | None:
-        ranges = [(i, r) for i, r in enumerate(requests) if isinstance(r, RangeRequest)]
-        others = [(i, r) for i, r in enumerate(requests) if not isinstance(r, RangeRequest)]
-        groups = coalesce_ranges([r for _, r in ranges], self._config.coalesce_max_gap,
-                                 self._config.coalesce_max_bytes)
-        asks = [(self.key, g) for g, _ in groups] + [(self.key, r) for _, r in others]
-        got = self.store.get_partial_values(asks)
-        if any(v is None for v in got):
-            return None
-        out: list[bytes] = [b""] * len(requests)
-        for (merged, members), data in zip(groups, got):
-            for m in members:
-                idx, r = ranges[m]
-                out[idx] = data[r.start - merged.start:r.end - merged.start]
-        for (idx, _), data in zip(others, got[len(groups):]):
-            out[idx] = data
-        return out
 
 
 class ChunkIO:
@@ -146,7 +103,7 @@ class ChunkIO:
             if len(whole) > 1 and not self.store.capabilities.transactional:
                 # No snapshot to keep: each pool thread fetches and decodes its own chunks,
                 # so reading the disk overlaps with decoding and copying.
-                _run(lambda p: self._decode_one(p, self.store.get(self.key(p.chunk_coords)),
+                workers.map_grouped(lambda p: self._decode_one(p, self.store.get(self.key(p.chunk_coords)),
                                                 out), whole, parallel=True)
                 whole = []
             if len(whole) == 1 and not parts:
@@ -165,7 +122,7 @@ class ChunkIO:
                 # before the transaction ends, straight into the output.
                 values = self.store.get_many_views(keys)
                 total = sum(len(v) for v in values if v is not None)
-                _run(lambda item: self._decode_one(*item, out), list(zip(whole, values)),
+                workers.map_grouped(lambda item: self._decode_one(*item, out), list(zip(whole, values)),
                      parallel=self._parallel(total))
         return out.reshape(indexer.shape)
 
@@ -314,7 +271,7 @@ class ChunkIO:
 
         if self._plain and self._regular_spec is not None:
             return self._encode_plain(ahead, values, work), rest
-        return _run(work, ahead, parallel=self._parallel(total)), rest
+        return workers.map_grouped(work, ahead, parallel=self._parallel(total)), rest
 
     def _encode_plain(self, ahead: list[ChunkProjection], values: np.ndarray,
                       general: Callable[[ChunkProjection], tuple[str, bytes | None]]
@@ -407,7 +364,7 @@ class ChunkIO:
                 self.store.set(key, encoded)
             return None
 
-        results = _run(work, batch, parallel=self._parallel(batch_bytes)
+        results = workers.map_grouped(work, batch, parallel=self._parallel(batch_bytes)
                        or (direct and len(batch) > 1))
         self._store_encoded([r for r in results if r is not None])
 
@@ -455,21 +412,3 @@ def _selected_shape(orth: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[int,
         else:
             out.append(len(sel))
     return tuple(out)
-
-
-def _run(fn: Callable[[Any], Any], items: Iterable[Any], parallel: bool) -> list[Any]:
-    """``[fn(item) for item in items]``, on the pool when ``parallel``. Items go to the
-    threads in a few contiguous groups: one task per item costs more than a small chunk's
-    whole decode."""
-    items = list(items)
-    if not parallel or len(items) < 2 or workers.in_worker():
-        return [fn(item) for item in items]
-    groups = min(len(items), workers.WORKERS * 4)
-    size = -(-len(items) // groups)
-    parts = [items[i:i + size] for i in range(0, len(items), size)]
-    out: list[Any] = []
-    # (a failed item stops the call only once no other is running: the items may be
-    # views that end with the caller's transaction)
-    for part in workers.POOL.map(lambda part: [fn(item) for item in part], parts):
-        out.extend(part)
-    return out

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Union
 
-from .errors import InvalidByteRangeError, ValueTypeError
+from ..errors import InvalidByteRangeError, ValueTypeError
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ChunkNotFoundError
+from ..errors import ChunkNotFoundError
 
 #: returned by :meth:`PointReader.index` for a selection this path does not handle
 NOT_A_POINT = None

@@ -1,0 +1,39 @@
+"""A byte source over one key of a store: what the sharding codec reads a shard through
+(its index, then only the inner chunks it needs), with nearby ranges merged into one read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..stores.base import Store
+from ..stores.byteranges import ByteRequest, RangeRequest, coalesce_ranges
+from .config import ArrayConfig
+
+
+class StoreByteSource:
+    """A ByteSource over one key of a store; nearby ranges are read as one."""
+
+    def __init__(self, store: Store, key: str, config: ArrayConfig) -> None:
+        self.store, self.key, self._config = store, key, config
+
+    def get(self) -> bytes | None:
+        return self.store.get(self.key)
+
+    def get_ranges(self, requests: Sequence[ByteRequest]) -> list[bytes] | None:
+        ranges = [(i, r) for i, r in enumerate(requests) if isinstance(r, RangeRequest)]
+        others = [(i, r) for i, r in enumerate(requests) if not isinstance(r, RangeRequest)]
+        groups = coalesce_ranges([r for _, r in ranges], self._config.coalesce_max_gap,
+                                 self._config.coalesce_max_bytes)
+        asks = [(self.key, g) for g, _ in groups] + [(self.key, r) for _, r in others]
+        got = self.store.get_partial_values(asks)
+        if any(v is None for v in got):
+            return None
+        out: list[bytes] = [b""] * len(requests)
+        for (merged, members), data in zip(groups, got):
+            for m in members:
+                idx, r = ranges[m]
+                out[idx] = data[r.start - merged.start:r.end - merged.start]
+        for (idx, _), data in zip(others, got[len(groups):]):
+            out[idx] = data
+        return out
