@@ -9,11 +9,11 @@
 
 from . import errors
 from .api import (array, create_array, create_group, full, group, ones, open, open_array,
-                  open_group, zeros)
+                  open_group, open_store, zeros)
 from .array import Array
 from .engine.config import ArrayConfig
 from .group import Group
-from .stores import FilesystemStore, MemoryStore, Store, open_store
+from .stores import FilesystemStore, MemoryStore, Store
 
 __version__ = "0.1.0"
 

@@ -2,7 +2,10 @@
 ``open_array``, ``open_group``, ``create_array``, ``create_group`` and friends.
 
 ``store`` may be a Store, a path or URL (see :func:`kvzarr.stores.open_store`), or None
-for a new in-memory store. ``mode`` follows zarr-python: ``r`` read-only, ``r+`` must
+for a new in-memory store. ``transformers=[...]`` puts storage transformers between the
+node and the store (:mod:`kvzarr.transformers`), listed from the node down to the store:
+names (``"cache"``, ``"checksum"``, ``"append_shards"``), dicts of a name and options, or
+transformer instances. ``mode`` follows zarr-python: ``r`` read-only, ``r+`` must
 exist, ``a`` open or create (default), ``w`` create and overwrite, ``w-`` create, fail
 if something is there.
 """
@@ -18,15 +21,30 @@ from .group import Group, node_from_metadata
 from .hierarchy import new_array, new_group
 from .metadata.v3 import ArrayMetadata, GroupMetadata, parse_node_metadata
 from .node import metadata_key, normalize_path, read_node_metadata
-from .stores import Store, open_store
+from .stores import Store
+from .stores import open_store as _open_plain_store
+from .transformers import build_stack
 
 _MODES = ("r", "r+", "a", "w", "w-")
 
 
-def _store_for(store: Any, mode: str) -> Store:
+def open_store(target: Any = None, *, mode: str = "a", transformers: Any = None) -> Store:
+    """The store for ``target`` (a Store, a path or URL, or None for a new MemoryStore;
+    see :func:`kvzarr.stores.open_store`), with ``transformers`` stacked on it; returns the
+    top of the stack. ``mode="r"`` opens read-only. A store this call opened is closed
+    again if the stack cannot be built."""
     if mode not in _MODES:
         raise StoreConfigError(f"mode must be one of {_MODES}, got {mode!r}", field="mode")
-    return open_store(store, mode=mode)
+    store = _open_plain_store(target, mode=mode)
+    if transformers is None:
+        return store
+    try:
+        return build_stack(store, transformers)
+    except BaseException:
+        if store is not target:
+            store.close()
+        raise
+
 
 
 def _existing(store: Store, path: str) -> ArrayMetadata | GroupMetadata | None:
@@ -41,11 +59,12 @@ def create_array(store: Any = None, *, name: str | None = None, shape: Any = Non
                  dimension_names: Any = None, attributes: dict[str, Any] | None = None,
                  chunk_key_encoding: Any = None, overwrite: bool = False,
                  config: Any = None, write_empty_chunks: bool | None = None,
-                 mode: str = "a") -> Array:
+                 mode: str = "a", transformers: Any = None) -> Array:
     """Create an array and return it. With ``data``, shape and dtype default to the
     data's and the data is written."""
     return new_array(
-        _store_for(store, mode), normalize_path(name), config=_config(config, write_empty_chunks),
+        open_store(store, mode=mode, transformers=transformers), normalize_path(name),
+        config=_config(config, write_empty_chunks),
         overwrite=overwrite, data=data, shape=shape, dtype=dtype, chunks=chunks,
         shards=shards, fill_value=fill_value, filters=filters, compressors=compressors,
         serializer=serializer, codecs=codecs, dimension_names=dimension_names,
@@ -54,18 +73,19 @@ def create_array(store: Any = None, *, name: str | None = None, shape: Any = Non
 
 def create_group(store: Any = None, *, path: str | None = None,
                  attributes: dict[str, Any] | None = None, overwrite: bool = False,
-                 mode: str = "a") -> Group:
-    st = _store_for(store, mode)
+                 mode: str = "a", transformers: Any = None) -> Group:
+    st = open_store(store, mode=mode, transformers=transformers)
     node_path = normalize_path(path)
     return Group(st, node_path, new_group(st, node_path, attributes=attributes,
                                           overwrite=overwrite))
 
 
 def open_array(store: Any = None, *, mode: str = "a", path: str | None = None,
+               transformers: Any = None,
                name: str | None = None, config: Any = None,
                write_empty_chunks: bool | None = None, **kwargs: Any) -> Array:
     """Open an existing array; with mode "a"/"w"/"w-" and a shape, create it."""
-    st = _store_for(store, mode)
+    st = open_store(store, mode=mode, transformers=transformers)
     node_path = normalize_path(path if path is not None else name)
     cfg = _config(config, write_empty_chunks)
     if mode in ("w", "w-"):
@@ -81,9 +101,10 @@ def open_array(store: Any = None, *, mode: str = "a", path: str | None = None,
 
 
 def open_group(store: Any = None, *, mode: str = "a", path: str | None = None,
+               transformers: Any = None,
                attributes: dict[str, Any] | None = None) -> Group:
     """Open a group; with mode "a" create it when absent, with "w"/"w-" create it."""
-    st = _store_for(store, mode)
+    st = open_store(store, mode=mode, transformers=transformers)
     node_path = normalize_path(path)
     if mode in ("w", "w-"):
         return create_group(st, path=node_path, attributes=attributes, overwrite=(mode == "w"))
@@ -98,10 +119,10 @@ def open_group(store: Any = None, *, mode: str = "a", path: str | None = None,
 
 
 def open(store: Any = None, *, mode: str = "a", path: str | None = None,
-         **kwargs: Any) -> Array | Group:
+         transformers: Any = None, **kwargs: Any) -> Array | Group:
     """Open whatever is at ``path``: an Array or a Group. If nothing is there, create an
     array when ``shape`` is given, else a group (modes "a", "w", "w-")."""
-    st = _store_for(store, mode)
+    st = open_store(store, mode=mode, transformers=transformers)
     node_path = normalize_path(path)
     found = None if mode in ("w", "w-") else _existing(st, node_path)
     if mode in ("w", "w-") or ("shape" in kwargs and mode == "a" and found is None):
@@ -137,4 +158,4 @@ def ones(shape: Any, store: Any = None, **kwargs: Any) -> Array:
 
 
 __all__ = ["array", "create_array", "create_group", "full", "group", "ones", "open",
-           "open_array", "open_group", "read_node_metadata", "zeros"]
+           "open_array", "open_group", "open_store", "read_node_metadata", "zeros"]

@@ -29,6 +29,7 @@ from .grid import chunk_grid_to_json
 from .node import Node
 from .engine.point_reads import PointReader
 from .stores.base import Store
+from .transformers.base import stack_layers
 
 #: (ids of the codecs, id of the data type, codec shapes) -> (the objects whose ids are in
 #: the key, evolved pipeline, evolved codecs or None); holding the objects keeps their ids
@@ -419,11 +420,23 @@ class ArrayInfo:
                 ("Fill value", repr(a.fill_value)), ("Shape", str(a.shape)),
                 ("Chunk shape", chunks), ("Shard shape", str(a.shards)),
                 ("Codecs", ", ".join(c.name for c in a.codecs)),
-                ("Store", repr(a.store)), ("Path", a.name),
+                ("Store", repr(stack_layers(a.store)[-1])),
+                ("Transformers", _describe_transformers(a.store)), ("Path", a.name),
                 ("No. bytes", str(a.nbytes)),
                 ("Chunks Initialized", f"{a.nchunks_initialized}/{a.nchunks}")]
         width = max(len(k) for k, _ in rows)
         return "\n".join(f"{k:<{width}} : {v}" for k, v in rows)
+
+
+def _describe_transformers(store: Store) -> str:
+    """The storage transformers between the array and its store, top first, each with
+    its options and counters; "none" without any."""
+    parts = []
+    for layer in stack_layers(store)[:-1]:
+        opts = ", ".join(f"{k}={v!r}" for k, v in layer.options().items())
+        stats = ", ".join(f"{k} {v}" for k, v in layer.stats().items())
+        parts.append(f"{layer.name}({opts})" + (f" [{stats}]" if stats else ""))
+    return " > ".join(parts) if parts else "none"
 
 
 def _materialize(value: Any) -> Any:

@@ -19,20 +19,27 @@ Contracts every backend keeps:
   A write inside a ``transaction(write=False)`` raises :class:`UnsupportedOperationError`.
 * An operation the store lacks raises :class:`UnsupportedOperationError`; a write to a
   read-only store raises :class:`ReadOnlyError`. Nothing silently does less.
+* ``append`` (where ``capabilities.appends``) adds bytes to the end of a value without
+  rewriting it, only if the value still has the size the caller read: atomic like
+  ``set`` (a reader or a crash sees the old value or the new one).
+* ``change_counter()`` tells a cache whether anything may have changed since it last
+  looked (see its docstring for the exact promise).
+
+A storage transformer (:mod:`kvzarr.transformers`) is a Store too, wrapping another.
 """
 
 from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from .byteranges import ByteRequest, apply_byte_request
 from ..errors import (InvalidByteRangeError, ReadOnlyError, UnsupportedOperationError,
                       ValueTypeError)
+from .byteranges import ByteRequest, apply_byte_request
 from .keys import check_key, check_prefix
 
 
@@ -51,6 +58,8 @@ class Capabilities:
     transactional: bool = False
     #: several processes may open and write the store at once
     multi_process: bool = False
+    #: ``append`` adds bytes to the end of a value without rewriting what is there
+    appends: bool = False
 
 
 # --- the interface --------------------------------------------------------------------
@@ -113,6 +122,14 @@ class Store(ABC):
     def _erase_many(self, keys: Sequence[str]) -> None:
         for k in keys:
             self._erase(k)
+
+    def _append(self, key: str, data: bytes, expected_size: int) -> None:
+        """Native append; only stores whose capabilities declare ``appends`` have one."""
+        raise UnsupportedOperationError(f"{type(self).__name__} cannot append to values",
+                                        key=key)
+
+    def _change_counter(self) -> Hashable | None:
+        return None
 
     def _erase_prefix(self, prefix: str) -> None:
         self._erase_many(list(self._list_prefix(prefix)))
@@ -243,6 +260,45 @@ class Store(ABC):
                 if offset < 0:
                     raise InvalidByteRangeError(f"negative offset {offset}", key=key)
                 self._set_range(key, offset, value)
+
+    def append(self, key: str, data: bytes, *, expected_size: int) -> None:
+        """Add ``data`` to the end of the value of ``key``, which must exist and hold
+        exactly ``expected_size`` bytes (what the caller read: a compare-and-append, so
+        two writers appending from the same old value cannot both succeed); otherwise
+        :class:`ConflictError` and nothing is written. Atomic like :meth:`set`: a reader,
+        and a crash of the writer at any moment, see the old value or the new one. Only
+        where ``capabilities.appends``."""
+        self._check_writable()
+        if not self.capabilities.appends:
+            raise UnsupportedOperationError(f"{type(self).__name__} cannot append to values",
+                                            key=key)
+        key = check_key(key, self.max_key_bytes)
+        if isinstance(expected_size, bool) or not isinstance(expected_size, int) \
+                or expected_size < 0:
+            raise InvalidByteRangeError(f"expected_size must be an integer >= 0, not "
+                                        f"{expected_size!r}", key=key)
+        self._append(key, _as_bytes(data), expected_size)
+
+    def change_counter(self) -> Hashable | None:
+        """A token that differs whenever a commit (by this handle, another handle or
+        another process) may have changed what this store holds; equal tokens mean
+        nothing changed in between. What a cache checks once per read transaction:
+
+        * outside a transaction: the token of the latest committed state, the one a read
+          started now would see (read it BEFORE the data it is to vouch for);
+        * inside a read transaction: the token of that transaction's snapshot;
+        * inside a write transaction: the token the store will have once this
+          transaction commits, provided nobody else commits first (on a transactional
+          store nobody can).
+
+        It must cost about a dict lookup. None: this store has no such counter."""
+        return self._change_counter()
+
+    def append_policy(self) -> Any:
+        """How writers above this store should update values that end in an index (a
+        shard): None to rewrite them (the default), or the policy of an append-only
+        writer (:class:`kvzarr.transformers.AppendShards`) that is in the stack."""
+        return None
 
     def erase(self, key: str) -> None:
         self._check_deletable()

@@ -1,14 +1,8 @@
-"""The ``kvzarr`` command.
-
-    kvzarr demo [STORE]        write, read back and verify a sample dataset (the main job)
-    kvzarr info STORE [PATH]   show the hierarchy or one array
-    kvzarr upgrade URL [--table T]   migrate a SQL store to this kvzarr's schema
-"""
+"""``kvzarr demo [STORE]``: write, read back and verify a sample dataset (the main job)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 import numpy as np
@@ -17,7 +11,13 @@ import numpy as np
 DEFAULT_DEMO_STORE = "kvzarr-demo.sqlite"
 
 
-def _demo(target: str) -> int:
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("demo", help="write, read back and verify a sample dataset")
+    p.add_argument("store", nargs="?", default=DEFAULT_DEMO_STORE)
+    p.set_defaults(run=lambda args: run(args.store))
+
+
+def run(target: str) -> int:
     import kvzarr
 
     rng = np.random.default_rng(0)
@@ -54,47 +54,3 @@ def _demo(target: str) -> int:
     print(f"wrote {field.nbytes + noise.nbytes} bytes in {written:.3f} s, "
           f"read back and verified in {read:.3f} s: {'OK' if ok else 'MISMATCH'}")
     return 0 if ok else 1
-
-
-def _info(target: str, path: str | None) -> int:
-    import kvzarr
-    with kvzarr.open_store(target, mode="r") as store:
-        node = kvzarr.open(store, mode="r", path=path)
-        print(node.tree() if isinstance(node, kvzarr.Group) else node.info)
-    return 0
-
-
-def _upgrade(url: str, table: str | None) -> int:
-    from .stores.sql import upgrade
-    old, new = upgrade(url, table=table)
-    print(f"{url}: schema version {old} -> {new}")
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kvzarr", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="write, read back and verify a sample dataset")
-    demo.add_argument("store", nargs="?", default=DEFAULT_DEMO_STORE)
-    info = sub.add_parser("info", help="show a hierarchy or an array")
-    info.add_argument("store")
-    info.add_argument("path", nargs="?")
-    upgrade = sub.add_parser("upgrade", help="migrate a SQL store's schema")
-    upgrade.add_argument("url")
-    upgrade.add_argument("--table", help="the store's table, when it is not the default")
-    args = parser.parse_args(argv)
-    from .errors import KvzarrError
-    try:
-        if args.command == "demo":
-            return _demo(args.store)
-        if args.command == "info":
-            return _info(args.store, args.path)
-        return _upgrade(args.url, args.table)
-    except KvzarrError as e:
-        print(f"kvzarr: {e}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())
