@@ -31,10 +31,14 @@ class SystemInfo:
 
 
 def _k(store: str, label: str, limit: str, durability: str, suffix: str = "",
-       options: dict[str, Any] | None = None) -> SystemInfo:
+       options: dict[str, Any] | None = None,
+       transformers: list[Any] | None = None) -> SystemInfo:
+    """A kvzarr system; ``transformers`` (as ``kvzarr.open_store`` takes them) stack
+    storage transformers on the store."""
     return SystemInfo(f"kvzarr-{store}{suffix}", "kvzarr", "kvzarr_sys", "KvzarrSystem",
                       "peers3", limit, label, durability,
-                      {"store": store, "options": options or {}}, variant=bool(suffix))
+                      {"store": store, "options": options or {},
+                       "transformers": transformers or []}, variant=bool(suffix))
 
 
 SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [

@@ -42,6 +42,8 @@ class KvzarrSystem(System):
         self.kvzarr = kvzarr
         self.kind = info.kwargs["store"]
         self.options = info.kwargs.get("options", {})
+        #: storage transformers stacked on each store (kvzarr.open_store's transformers=)
+        self.transformers = info.kwargs.get("transformers", [])
         self.suffix = _SUFFIX[self.kind]
         self._stores: dict[str, Any] = {}
         #: location -> the open transaction W4 creates its hierarchy in
@@ -75,6 +77,8 @@ class KvzarrSystem(System):
             elif self.kind == "zip":
                 from kvzarr.stores.zip import ZipStore
                 st = ZipStore(loc, **self.options)
+            if self.transformers:
+                st = self.kvzarr.open_store(st, transformers=self.transformers)
             self._stores[loc] = st
         return st
 
