@@ -288,10 +288,16 @@ class Store(ABC):
           started now would see (read it BEFORE the data it is to vouch for);
         * inside a read transaction: the token of that transaction's snapshot;
         * inside a write transaction: the token the store will have once this
-          transaction commits, provided nobody else commits first (on a transactional
-          store nobody can).
+          transaction commits with the writes made so far, provided nobody else commits
+          first (on a transactional store nobody can). Before its first write that is
+          the token of the state it began from (a commit that writes nothing changes
+          nothing); once it was asked after a write, the commit takes that token even if
+          the writes changed no value (erasing a missing key).
 
-        It must cost about a dict lookup. None: this store has no such counter."""
+        A token is never handed out for two different states of the store (a promise a
+        commit failed to keep is never reported again). It must cost about a dict
+        lookup outside a transaction. None: this store has no such counter (now, or in
+        this transaction)."""
         return self._change_counter()
 
     def append_policy(self) -> Any:
