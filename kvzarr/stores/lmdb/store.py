@@ -34,6 +34,7 @@ import lmdb
 from ..byteranges import ByteRequest, apply_byte_request
 from ...errors import ConflictError, KvzarrError, StoreConfigError, StoreError
 from ..base import Capabilities, Store
+from ...runtime import process as _process
 from ...runtime.process import current_pid
 from . import env as _env
 from . import keymap
@@ -303,8 +304,12 @@ class LMDBStore(Store):
         transaction that has written nothing the last committed id (the state it started
         from, unchanged by a commit), else its own id, which its commit is then made to
         take even if no page changed (:meth:`_touch`)."""
-        h = self._current_transaction()
+        h = getattr(self._txn_state, "handle", None)
         if h is None:
+            shared = self._shared
+            meta = shared._meta
+            if meta is not None and not self._closed and shared.pid == _process._pid:
+                return meta.last_txnid()     # the hot path of a cache hit
             return self._env().last_txnid()
         if not h.write:
             try:

@@ -54,6 +54,7 @@ import threading
 from collections.abc import Hashable
 from typing import Any
 
+from ...runtime import process as _process
 from ...runtime.process import current_pid
 
 #: ``iVersion`` of the wal-index header (native byte order) and the header's size
@@ -261,9 +262,21 @@ class SQLiteCounter:
         return alias[1] if alias is not None and alias[0] == header else header
 
     def latest(self) -> Hashable | None:
-        """Outside a transaction: the token of the latest commit."""
-        shm = self._ready()
-        return None if shm is None else self._named(shm.header())
+        """Outside a transaction: the token of the latest commit. (The hot path of a
+        cache hit: :meth:`_ShmMap.header` and :meth:`_named` written out.)"""
+        if self._pid != _process._pid:
+            self._ready()
+        shm = self._shm
+        if shm is None:
+            return None
+        m = shm.map
+        header = m[0:_HEADER]
+        if header != m[_HEADER:2 * _HEADER] or header[12] != 1:
+            header = shm.header()        # being written, or not initialised
+            if header is None:
+                return None
+        alias = self._alias
+        return alias[1] if alias is not None and alias[0] == header else header
 
     def pin(self, cur: Any) -> Hashable | None:
         """At the start of a read transaction: begin its snapshot with a first statement

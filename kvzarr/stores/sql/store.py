@@ -140,7 +140,10 @@ class SQLStore(Store):
     def _change_counter(self) -> Hashable | None:
         """See counter.py: the token of the latest commit, of this thread's read
         transaction's snapshot, or promised to its write transaction's commit."""
-        txn = self._current_transaction()
+        txn = getattr(self._txn_state, "handle", None)
+        counter = self._sqlite_counter
+        if txn is None and counter is not None:
+            return counter.latest()       # the hot path of a cache hit
         backend = self._backend
         if backend.name == "postgresql":
             pg = backend.counter
@@ -153,7 +156,6 @@ class SQLStore(Store):
             if txn.counter is None:     # inside the snapshot, once per transaction
                 txn.counter = pg.parse(self._fetch_one(pg.read_sql, ()))
             return txn.counter
-        counter = self._sqlite_counter
         if counter is None:
             counter = self._sqlite_counter = SQLiteCounter(backend)
         try:
