@@ -176,6 +176,8 @@ class _ShmMaps:
 
 
 _SHM = _ShmMaps()
+#: keeper connections inherited over fork(): kept referenced, never used or closed
+_INHERITED_KEEPERS: list[Any] = []
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_SHM.after_fork_in_child)
 
@@ -207,8 +209,7 @@ class SQLiteCounter:
 
     def _setup(self) -> None:
         if self._keeper is not None:       # the parent's connection: never used or closed
-            from .backends import _INHERITED
-            _INHERITED.append(self._keeper)
+            _INHERITED_KEEPERS.append(self._keeper)
         self._keeper, self._shm, self._alias = None, None, None
         self._pid = current_pid()
         backend = self._backend
