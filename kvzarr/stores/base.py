@@ -33,7 +33,6 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -344,33 +343,10 @@ class Store(ABC):
 
     # -- transactions --------------------------------------------------------------------
 
-    @contextmanager
-    def transaction(self, write: bool = True) -> Iterator["Store"]:
-        """Group operations; atomic and isolated where ``capabilities.transactional``."""
-        state = self._txn_state
-        depth = getattr(state, "depth", 0)
-        if depth:
-            if write and not state.write:
-                raise UnsupportedOperationError(
-                    "a write transaction cannot start inside a read-only one")
-            state.depth = depth + 1
-            try:
-                yield self
-            finally:
-                state.depth = depth
-            return
-        if write:
-            self._check_writable()
-        handle = self._begin(write)
-        state.depth, state.write, state.handle = 1, write, handle
-        try:
-            yield self
-        except BaseException:
-            state.depth, state.handle = 0, None
-            self._abort(handle)
-            raise
-        state.depth, state.handle = 0, None
-        self._commit(handle)
+    def transaction(self, write: bool = True) -> "Transaction":
+        """Group operations; atomic and isolated where ``capabilities.transactional``.
+        A context manager: ``with store.transaction() as s:`` (``s`` is the store)."""
+        return Transaction(self, write)
 
     def _current_transaction(self) -> Any:
         """The handle of this thread's open transaction, or None."""
@@ -414,6 +390,53 @@ class Store(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+class Transaction:
+    """What ``Store.transaction(write)`` returns: entering begins a transaction of the
+    store in this thread (or joins the one open), leaving commits it, or aborts it when
+    an exception leaves the block (``_abort`` runs with that exception current). A class
+    rather than a generator: read transactions are per operation on hot paths, and the
+    generator machinery cost more than a transaction of an in-memory store."""
+
+    __slots__ = ("store", "write", "_outer", "_handle")
+
+    def __init__(self, store: Store, write: bool) -> None:
+        self.store = store
+        self.write = write
+        self._outer = -1            # the depth joined (nested), or -1 for the outermost
+        self._handle: Any = None
+
+    def __enter__(self) -> Store:
+        store = self.store
+        state = store._txn_state
+        depth = state.depth
+        if depth:
+            if self.write and not state.write:
+                raise UnsupportedOperationError(
+                    "a write transaction cannot start inside a read-only one")
+            state.depth = depth + 1
+            self._outer = depth
+            return store
+        if self.write:
+            store._check_writable()
+        handle = store._begin(self.write)
+        state.depth, state.write, state.handle = 1, self.write, handle
+        self._outer, self._handle = -1, handle
+        return store
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        state = self.store._txn_state
+        if self._outer >= 0:
+            state.depth = self._outer
+            return False
+        state.depth, state.handle = 0, None
+        handle, self._handle = self._handle, None
+        if exc_type is not None:
+            self.store._abort(handle)
+        else:
+            self.store._commit(handle)
+        return False
 
 
 class _TxnState(threading.local):

@@ -304,7 +304,7 @@ class LMDBStore(Store):
         transaction that has written nothing the last committed id (the state it started
         from, unchanged by a commit), else its own id, which its commit is then made to
         take even if no page changed (:meth:`_touch`)."""
-        h = getattr(self._txn_state, "handle", None)
+        h = self._txn_state.handle
         if h is None:
             shared = self._shared
             meta = shared._meta

@@ -279,16 +279,16 @@ class SQLiteCounter:
         alias = self._alias
         return alias[1] if alias is not None and alias[0] == header else header
 
-    def pin(self, cur: Any) -> Hashable | None:
-        """At the start of a read transaction: begin its snapshot with a first statement
-        between two header reads; the snapshot's token, or None if a commit came in
-        between."""
+    def pin(self, cur: Any, statement: str) -> Hashable | None:
+        """At the start of a read transaction: begin its snapshot with ``statement`` (a
+        read of the store's table that returns no row) between two header reads; the
+        snapshot's token, or None if a commit came in between."""
         shm = self._ready()
         if shm is None:
             return None
         before = shm.header()
-        cur.execute("PRAGMA data_version")
-        cur.fetchone()
+        cur.execute(statement)
+        cur.fetchall()
         after = shm.header()
         return self._named(before) if before == after else None
 

@@ -112,7 +112,7 @@ class SQLStore(Store):
         if not write and counter is not None and counter.supported:
             # counters in use: name the snapshot now, before anything reads it
             try:
-                txn.counter = counter.pin(txn.cur)
+                txn.counter = counter.pin(txn.cur, self._q.pin)
             except BaseException as e:
                 self._backend.rollback(txn)
                 if isinstance(e, self._errors):
@@ -140,7 +140,7 @@ class SQLStore(Store):
     def _change_counter(self) -> Hashable | None:
         """See counter.py: the token of the latest commit, of this thread's read
         transaction's snapshot, or promised to its write transaction's commit."""
-        txn = getattr(self._txn_state, "handle", None)
+        txn = self._txn_state.handle
         counter = self._sqlite_counter
         if txn is None and counter is not None:
             return counter.latest()       # the hot path of a cache hit

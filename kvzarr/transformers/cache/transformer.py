@@ -31,15 +31,6 @@ _CHANGED: Any = object()
 _ERASED: Any = object()
 
 
-class _ReadState:
-    """A read transaction of the cache: the store snapshot it reads and the generation
-    of the cache it may use (-1: none; it reads through)."""
-    __slots__ = ("token", "gen")
-
-    def __init__(self, token: Hashable | None, gen: int) -> None:
-        self.token, self.gen = token, gen
-
-
 class _WriteState:
     """A write transaction of the cache: the token of the state it began from, and what
     it wrote (key -> new value, :data:`_ERASED` or :data:`_CHANGED`; erased prefixes)."""
@@ -90,6 +81,7 @@ class Cache(Transformer):
         reject_unknown_options("Cache", unknown)
         self.max_bytes = _check_max_bytes(max_bytes)
         self._lru = Lru(self.max_bytes)
+        self._entries = self._lru.entries    # (the hot path reads it directly)
         self._lock = threading.Lock()
         #: the store state every entry belongs to (None: no state adopted yet)
         self._token: Hashable | None = None
@@ -161,9 +153,10 @@ class Cache(Transformer):
         """The cached answer, or :data:`_MISS`."""
         if type(key) is not str:
             return _MISS
-        entry = self._lru.key(key)
+        entry = self._entries.get(key)
         if entry is None:
             return _MISS
+        self._entries.move_to_end(key)
         if entry.absent:
             return False if what is EXISTS else None
         if what is VALUE or (what is RANGE and request is None):
@@ -180,7 +173,10 @@ class Cache(Transformer):
     # -- transactions ----------------------------------------------------------------------
 
     def _begin(self, write: bool) -> TransformerTxn:
-        base = self.base
+        """A transaction of the store under it; a read transaction's state is the
+        generation of the cache it may use (-1: none, it reads through), a write
+        transaction's a :class:`_WriteState`."""
+        base = self._base if self._base is not None else self.base
         context = base.transaction(write)
         context.__enter__()
         try:
@@ -191,8 +187,9 @@ class Cache(Transformer):
         if write:
             return TransformerTxn(context, True, _WriteState(token))
         with self._lock:
-            gen = self._usable(token)
-        return TransformerTxn(context, False, _ReadState(token, gen))
+            gen = self._gen if token == self._token and token is not None \
+                else self._usable(token)
+        return TransformerTxn(context, False, gen)
 
     def _commit(self, handle: TransformerTxn) -> None:
         if not handle.write:
@@ -255,26 +252,22 @@ class Cache(Transformer):
     # -- reads -----------------------------------------------------------------------------
 
     def get(self, key: str) -> bytes | None:
-        if type(key) is not str:
-            check_key(key, self.max_key_bytes)     # raises InvalidKeyError
-        h = self._current_transaction()
-        if h is not None:
-            return self._serve(VALUE, [(key, None)], self._fetch_values)[0]
-        base = self._base if self._base is not None else self.base
-        token = base.change_counter()
-        if token is None:
-            self._bypassed += 1
-            return base.get(key)
-        with self._lock:
-            if token == self._token:
-                entry = self._lru.key(key)
-                if entry is not None:
-                    if entry.value is not None:
-                        self._hits += 1
-                        return entry.value
-                    if entry.absent:
-                        self._hits += 1
-                        return None
+        # The hot path of a cached single-element read: the store's counter, one dict
+        # lookup under the lock. Everything else goes the general way (_serve).
+        if self._txn_state.handle is None and type(key) is str:
+            base = self._base
+            token = base.change_counter() if base is not None else None
+            if token is not None:
+                with self._lock:
+                    if token == self._token:
+                        entries = self._entries
+                        entry = entries.get(key)
+                        if entry is not None:
+                            value = entry.value
+                            if value is not None or entry.absent:
+                                entries.move_to_end(key)
+                                self._hits += 1
+                                return value
         return self._serve(VALUE, [(key, None)], self._fetch_values)[0]
 
     def _get(self, key: str) -> bytes | None:
@@ -295,17 +288,17 @@ class Cache(Transformer):
 
     def iter_values(self, keys: Sequence[str]) -> Iterator[tuple[int, Any]]:
         h = self._current_transaction()
-        if h is None or h.write or h.state.gen < 0:
+        if h is None or h.write or h.state < 0:
             if h is not None and not h.write:
                 self._count_bypass(len(keys))
             return self.base.iter_values(keys)
         return self._iter_values(h.state, keys)
 
-    def _iter_values(self, state: _ReadState, keys: Sequence[str]) -> Iterator[tuple[int, Any]]:
+    def _iter_values(self, gen: int, keys: Sequence[str]) -> Iterator[tuple[int, Any]]:
         misses: list[int] = []
         hits: list[tuple[int, Any]] = []
         with self._lock:
-            usable = state.gen == self._gen
+            usable = gen == self._gen
             for i, key in enumerate(keys):
                 answer = self._known(VALUE, key, None) if usable else _MISS
                 if answer is _MISS:
@@ -324,7 +317,7 @@ class Cache(Transformer):
         for j, value in self.base.iter_values(miss_keys):
             if usable:
                 with self._lock:
-                    if state.gen == self._gen:
+                    if gen == self._gen:
                         self._learn(VALUE, miss_keys[j], None, value)
             yield misses[j], value
 
@@ -425,17 +418,18 @@ class Cache(Transformer):
             self._hits += len(items) - len(misses)
             return out, misses, (token if len(misses) < len(items) else None)
 
-    def _serve_in(self, state: _ReadState, what: str, items: list[tuple[str, Any]],
+    def _serve_in(self, gen: int, what: str, items: list[tuple[str, Any]],
                   fetch: Callable[[list[tuple[str, Any]]], list[Any]]) -> list[Any]:
         """Inside a read transaction of the cache (and so of the store): cached answers
         if the cache still holds the state of its snapshot, the rest from the store."""
         out: list[Any] = [None] * len(items)
         misses: list[int] = []
         with self._lock:
-            usable = state.gen == self._gen
+            usable = gen == self._gen
             if usable:
+                known = self._known
                 for i, (key, request) in enumerate(items):
-                    answer = self._known(what, key, request)
+                    answer = known(what, key, request)
                     if answer is _MISS:
                         misses.append(i)
                     else:
@@ -449,7 +443,7 @@ class Cache(Transformer):
             return out
         got = fetch([items[i] for i in misses])
         with self._lock:
-            keep = state.gen == self._gen
+            keep = gen == self._gen
             if keep:
                 self._misses += len(misses)
             else:
@@ -479,16 +473,16 @@ class Cache(Transformer):
         if h is not None and h.write:
             return self._listing_of(kind, prefix)
         if h is not None:
-            state: _ReadState = h.state
+            gen: int = h.state
             with self._lock:
-                usable = state.gen == self._gen
+                usable = gen == self._gen
                 names = self._lru.listing(kind, prefix) if usable else None
                 if names is not None:
                     self._hits += 1
                     return names
             listed = self._listing_of(kind, prefix)
             with self._lock:
-                if usable and state.gen == self._gen:
+                if usable and gen == self._gen:
                     self._misses += 1
                     self._lru.put_listing(kind, prefix, listed)
                 else:
