@@ -25,8 +25,9 @@ HEADLINE = [
     ("W1", "write all, blosc-zstd"), ("W1", "read all, blosc-zstd"),
     ("W1", "write all, uncompressed"), ("W1", "read all, uncompressed"),
     ("W2", "write all"), ("W2", "read all"), ("W2", "single-element reads"),
-    ("W2", "batched selection"),
+    ("W2", "single-element reads, warm"), ("W2", "batched selection"),
     ("W3", "sharded: write all"), ("W3", "sharded: tile reads"),
+    ("W3", "sharded: tile reads, warm"),
     ("W3", "sharded: tile writes"), ("W3", "sharded: bytes written per tile"),
     ("W4", "create arrays"), ("W4", "open + read attributes"),
     ("W4", "list a group's children"),
@@ -112,6 +113,8 @@ def _status(res: Results, system: str, workload: str) -> str | None:
     if err and not job.get("metrics"):
         if any(k in err for k in ("ModuleNotFoundError", "ImportError")):
             return f"skipped: not importable ({err})"
+        if err.startswith("unsupported: "):     # the system cannot run here at all
+            return f"n/a: {err[len('unsupported: '):]}"
         return f"failed: {err}"
     return None
 
@@ -125,7 +128,8 @@ def cell(res: Results, system: str, workload: str, metric: str,
 
     status = _status(res, system, workload)
     if status:
-        return ("skipped" if status.startswith("skipped") else "failed") + footnote(status)
+        word = status.split(":")[0] if status.startswith(("skipped", "n/a")) else "failed"
+        return word + footnote(status)
     m = res.cells.get((system, workload, metric))
     if m is None:
         err = res.jobs[system, workload].get("error")

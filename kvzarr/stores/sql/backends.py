@@ -212,7 +212,10 @@ class Backend:
 
     # -- transactions --------------------------------------------------------------------
 
-    def begin(self, write: bool) -> Txn:
+    def begin(self, write: bool, read_counter: bool = False) -> Txn:
+        """A transaction on a connection of its own. ``read_counter`` (PostgreSQL, a
+        read transaction): read the change counter in the snapshot, in the round trip
+        of ``BEGIN``."""
         conn = self.acquire()
         counter = None
         try:
@@ -220,6 +223,9 @@ class Backend:
             if write:
                 counter = self._retry(lambda: self._begin_write(cur), cur,
                                       "starting a write transaction")
+            elif read_counter and self.counter is not None:
+                cur.execute(f"{self.begin_read_sql}; {self.counter.read_sql}")
+                counter = self.counter.parse(self._last_row(cur))
             else:
                 cur.execute(self.begin_read_sql)
         except BaseException as e:
@@ -303,6 +309,19 @@ class Backend:
         """Begin a write transaction holding the store's write lock; return the change
         counter of the state it begins from where the backend reads it here (else None)."""
         raise NotImplementedError
+
+    #: the change counter's SQL (counter.py), where the backend counts in a table
+    counter: PostgresCounter | None = None
+
+    def _last_row(self, cur: Any) -> Any:
+        """The first row of the last result of a multi-statement execute (psycopg2 keeps
+        only the last result; psycopg 3 steps through them with ``nextset``)."""
+        try:
+            while cur.nextset():
+                pass
+        except self.errors:
+            pass                     # psycopg2: nextset is not supported
+        return cur.fetchone()
 
     def set_table(self, table: str) -> None:
         """Called once the store's table is known."""
@@ -421,8 +440,6 @@ class PostgresBackend(Backend):
             def _on_connect(dbapi_conn: Any, record: Any) -> None:
                 dbapi_conn.autocommit = True
         self.lock_id = 0
-        #: the change counter's SQL (counter.py), once the store's layout has one
-        self.counter: PostgresCounter | None = None
         super().__init__(engine, display, read_only=read_only, busy_timeout=busy_timeout,
                          retries=retries)
 
@@ -440,16 +457,6 @@ class PostgresBackend(Backend):
         # the change counter, read under the lock in the same round trip
         cur.execute(f"{sql}; {counter.read_sql}")
         return counter.parse(self._last_row(cur))
-
-    def _last_row(self, cur: Any) -> Any:
-        """The first row of the last result of a multi-statement execute (psycopg2 keeps
-        only the last result; psycopg 3 steps through them with ``nextset``)."""
-        try:
-            while cur.nextset():
-                pass
-        except self.errors:
-            pass                     # psycopg2: nextset is not supported
-        return cur.fetchone()
 
     def _commit_statement(self, txn: Txn) -> None:
         counter = self.counter

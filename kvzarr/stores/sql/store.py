@@ -90,6 +90,9 @@ class SQLStore(Store):
         self._errors = self._backend.errors
         #: SQLite's change counter, set up on the first change_counter() (a cache's)
         self._sqlite_counter: SQLiteCounter | None = None
+        #: change_counter() was asked for: read transactions name their snapshot as
+        #: they begin (a cache asks once per read transaction)
+        self._counting = False
         if self._backend.name == "postgresql" and self.layout.kind == KVZARR:
             # always on: another process's cache relies on every commit counting
             self._backend.counter = PostgresCounter(self.layout.table,
@@ -107,7 +110,8 @@ class SQLStore(Store):
     # -- transactions --------------------------------------------------------------------
 
     def _begin(self, write: bool) -> Txn:
-        txn = self._backend.begin(write)
+        # counters in use on PostgreSQL: the snapshot's count comes with its BEGIN
+        txn = self._backend.begin(write, read_counter=self._counting)
         counter = self._sqlite_counter
         if not write and counter is not None and counter.supported:
             # counters in use: name the snapshot now, before anything reads it
@@ -149,6 +153,7 @@ class SQLStore(Store):
             pg = backend.counter
             if pg is None:
                 return None
+            self._counting = True
             if txn is None:
                 return pg.parse(self._fetch_one(pg.read_sql, ()))
             if txn.write:
