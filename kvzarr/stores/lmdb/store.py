@@ -52,7 +52,7 @@ class _Txn:
     """The handle ``_begin`` returns: the py-lmdb transaction and, for a write, the log
     of its writes (replayed if the map has to grow)."""
     __slots__ = ("shared", "txn", "write", "generation", "pid", "txn_id", "log", "log_bytes",
-                 "advance")
+                 "advance", "put")
 
     def __init__(self, shared: SharedEnv, txn: Any, write: bool) -> None:
         self.shared = shared
@@ -65,6 +65,8 @@ class _Txn:
         self.log_bytes = 0
         #: a change counter was handed out that promises this commit a new id
         self.advance = False
+        #: a value was put (which always changes a page; erases may change none)
+        self.put = False
 
 
 def _copy(value: Any) -> bytes:
@@ -189,6 +191,8 @@ class LMDBStore(Store):
                     txn = h.txn
             h.log.append((op, arg))
             h.log_bytes += size
+            if size:
+                h.put = True
         except KvzarrError:
             raise
         except _BACKEND_ERRORS as e:
@@ -254,7 +258,7 @@ class LMDBStore(Store):
             self._finish(h, commit=False)
             return
         try:
-            if h.advance:
+            if h.advance and not h.put:
                 self._touch(h)
             while True:
                 try:

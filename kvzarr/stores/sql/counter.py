@@ -191,6 +191,7 @@ class SQLiteCounter:
         self._pid = -1
         self._keeper: Any = None
         self._shm: _ShmMap | None = None
+        self._map: Any = None               # the map of _shm (the hot path reads it)
         #: (header after one of our commits, the name handed out for it)
         self._alias: tuple[bytes, Hashable] | None = None
         self._names = itertools.count(1)
@@ -210,7 +211,7 @@ class SQLiteCounter:
     def _setup(self) -> None:
         if self._keeper is not None:       # the parent's connection: never used or closed
             _INHERITED_KEEPERS.append(self._keeper)
-        self._keeper, self._shm, self._alias = None, None, None
+        self._keeper, self._shm, self._map, self._alias = None, None, None, None
         self._pid = current_pid()
         backend = self._backend
         conn = backend.connect()
@@ -235,7 +236,7 @@ class SQLiteCounter:
             conn.close()
             self.supported = False
             return
-        self._keeper, self._shm = conn, shm
+        self._keeper, self._shm, self._map = conn, shm, shm.map
 
     def close_keeper(self) -> None:
         """Hand the keeper connection back (the store is closing). Never a parent's."""
@@ -248,7 +249,7 @@ class SQLiteCounter:
 
     def close(self) -> None:
         """Release the map, once every connection of the store is closed."""
-        shm, self._shm = self._shm, None
+        shm, self._shm, self._map = self._shm, None, None
         mine = self._pid == current_pid()
         self.supported = False          # closed: no counter from now on
         if shm is not None and mine:
@@ -265,19 +266,21 @@ class SQLiteCounter:
     def latest(self) -> Hashable | None:
         """Outside a transaction: the token of the latest commit. (The hot path of a
         cache hit: :meth:`_ShmMap.header` and :meth:`_named` written out.)"""
-        if self._pid != _process._pid:
-            self._ready()
-        shm = self._shm
-        if shm is None:
-            return None
-        m = shm.map
+        m = self._map
+        if m is None or self._pid != _process._pid:
+            shm = self._ready()
+            if shm is None:
+                return None
+            m = shm.map
         header = m[0:_HEADER]
         if header != m[_HEADER:2 * _HEADER] or header[12] != 1:
-            header = shm.header()        # being written, or not initialised
+            header = self._shm.header()      # being written, or not initialised
             if header is None:
                 return None
         alias = self._alias
-        return alias[1] if alias is not None and alias[0] == header else header
+        if alias is not None and alias[0] == header:
+            return alias[1]
+        return header
 
     def pin(self, cur: Any, statement: str) -> Hashable | None:
         """At the start of a read transaction: begin its snapshot with ``statement`` (a

@@ -252,22 +252,26 @@ class Cache(Transformer):
     # -- reads -----------------------------------------------------------------------------
 
     def get(self, key: str) -> bytes | None:
-        # The hot path of a cached single-element read: the store's counter, one dict
-        # lookup under the lock. Everything else goes the general way (_serve).
+        # The hot path of a cached single-element read: the store's counter and one
+        # dict lookup, without the lock. Safe because every change of the entries to
+        # another state bumps the generation first and sets the token last: an entry is
+        # used only if the token matched and the generation did not move meanwhile.
         if self._txn_state.handle is None and type(key) is str:
             base = self._base
             token = base.change_counter() if base is not None else None
-            if token is not None:
-                with self._lock:
-                    if token == self._token:
-                        entries = self._entries
-                        entry = entries.get(key)
-                        if entry is not None:
-                            value = entry.value
-                            if value is not None or entry.absent:
-                                entries.move_to_end(key)
-                                self._hits += 1
-                                return value
+            gen = self._gen
+            if token is not None and token == self._token:
+                entries = self._entries
+                entry = entries.get(key)
+                if entry is not None and gen == self._gen:
+                    value = entry.value
+                    if value is not None or entry.absent:
+                        try:
+                            entries.move_to_end(key)
+                        except KeyError:    # dropped by another thread just now
+                            pass
+                        self._hits += 1     # (may miss a count under contention)
+                        return value
         return self._serve(VALUE, [(key, None)], self._fetch_values)[0]
 
     def _get(self, key: str) -> bytes | None:
@@ -324,6 +328,35 @@ class Cache(Transformer):
     def get_partial_values(
             self, key_ranges: Iterable[tuple[str, ByteRequest | None]]) -> list[bytes | None]:
         items = [(k, r) for k, r in key_ranges]
+        if len(items) == 1:
+            # The hot path of a sharded read inside its read transaction (a shard's
+            # index, then its inner chunks as one range): one lookup, without the lock,
+            # as in get().
+            h = self._txn_state.handle
+            if h is not None and not h.write:
+                gen = h.state
+                key, request = items[0]
+                if gen == self._gen and type(key) is str:
+                    entries = self._entries
+                    entry = entries.get(key)
+                    if entry is not None and gen == self._gen:
+                        value = entry.value
+                        if entry.absent:
+                            answer = None
+                        elif value is not None:
+                            answer = value if request is None else \
+                                apply_byte_request(value, request)
+                        else:
+                            ranges = entry.ranges
+                            answer = _MISS if ranges is None or request is None \
+                                else ranges.get(request, _MISS)
+                        if answer is not _MISS:
+                            try:
+                                entries.move_to_end(key)
+                            except KeyError:
+                                pass
+                            self._hits += 1
+                            return [answer]
         return self._serve(RANGE, items, self._fetch_ranges)
 
     def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
