@@ -1,14 +1,19 @@
 """The cache's memory: one LRU of entries bounded by bytes, knowing nothing of stores,
 transactions or coherence (the transformer in :mod:`.transformer` decides what goes in
-and when everything goes out). Not thread-safe by itself: every method is called with
-the transformer's lock held.
+and when everything goes out). Not thread-safe by itself: every method that changes it
+is called with the transformer's lock held.
 
 Entries, all in one ``OrderedDict`` in least-recently-used order:
 
-* a key (``str``) -> :class:`KeyEntry`: the key is absent; or it exists, with its whole
-  value, or its size, or byte ranges of it (``ByteRequest -> bytes``), as far as known;
-* a listing (``("list", prefix)`` or ``("dir", prefix)``) -> :class:`Listing`: the names
+* a key (``str``) -> its whole value (``bytes``); or :data:`ABSENT`; or a
+  :class:`KeyEntry` holding what else is known of it: its size, byte ranges of it
+  (``ByteRequest -> bytes``);
+* a listing (``("list", prefix)`` or ``("dir", prefix)``) -> ``(names, cost)``, the names
   ``list_prefix`` / ``list_dir`` returned.
+
+Whole values and listings are plain bytes and tuples on purpose: the garbage collector
+does not track them, so a cache of many small values adds nothing to every collection
+(an object per entry did, and showed in loops of single-element reads).
 
 Every entry is charged :data:`ENTRY_COST` bytes plus the length of its key and of the
 bytes it holds (a range :data:`RANGE_COST` plus its bytes; a listed name
@@ -33,25 +38,37 @@ NAME_COST = 60
 LIST, DIR = "list", "dir"
 
 
-class KeyEntry:
-    """What is known of one key. ``absent`` excludes everything else."""
+class _Absent:
+    __slots__ = ()
 
-    __slots__ = ("absent", "value", "size", "ranges", "cost")
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+#: the entry of a key known to be absent
+ABSENT: Any = _Absent()
+
+
+class KeyEntry:
+    """What is known of a key that exists, short of its whole value."""
+
+    __slots__ = ("size", "ranges", "cost")
 
     def __init__(self, cost: int) -> None:
-        self.absent = False
-        self.value: bytes | None = None
         self.size: int | None = None
         self.ranges: dict[Any, bytes] | None = None
         self.cost = cost
 
 
-class Listing:
-    __slots__ = ("names", "cost")
-
-    def __init__(self, names: tuple[str, ...], cost: int) -> None:
-        self.names = names
-        self.cost = cost
+def cost_of(key: Any, entry: Any) -> int:
+    """The bytes charged for ``entry`` under ``key``."""
+    if type(entry) is bytes:
+        return ENTRY_COST + len(key) + len(entry)
+    if entry is ABSENT:
+        return ENTRY_COST + len(key)
+    if type(entry) is tuple:              # a listing: (names, cost)
+        return entry[1]
+    return entry.cost
 
 
 class Lru:
@@ -71,64 +88,55 @@ class Lru:
 
     # -- finding -------------------------------------------------------------------------
 
-    def key(self, key: str) -> KeyEntry | None:
-        """The entry of ``key`` (now the most recently used), or None."""
-        entry = self.entries.get(key)
-        if entry is not None:
-            self.entries.move_to_end(key)
-        return entry
-
     def listing(self, kind: str, prefix: str) -> tuple[str, ...] | None:
         entry = self.entries.get((kind, prefix))
         if entry is None:
             return None
         self.entries.move_to_end((kind, prefix))
-        return entry.names
+        return entry[0]
 
     # -- adding --------------------------------------------------------------------------
 
-    def _entry(self, key: str) -> KeyEntry:
-        entry = self.entries.get(key)
-        if entry is None:
-            entry = self.entries[key] = KeyEntry(ENTRY_COST + len(key))
-            self.bytes += entry.cost
-        else:
-            self.entries.move_to_end(key)
-        return entry
+    def _replace(self, key: Any, entry: Any, cost: int) -> None:
+        old = self.entries.pop(key, None)
+        if old is not None:
+            self.bytes -= cost_of(key, old)
+        self.entries[key] = entry
+        self.bytes += cost
+        self._evict()
 
     def put_value(self, key: str, value: bytes) -> None:
         cost = ENTRY_COST + len(key) + len(value)
         if cost > self.max_entry:
             self.drop(key)           # what was known of the old value is wrong now
             return
-        old = self.entries.pop(key, None)
-        if old is not None:
-            self.bytes -= old.cost
-        entry = self.entries[key] = KeyEntry(cost)
-        entry.value = value
-        entry.size = len(value)
-        self.bytes += cost
-        self._evict()
+        self._replace(key, value, cost)
 
     def put_absent(self, key: str) -> None:
-        old = self.entries.pop(key, None)
-        if old is not None:
-            self.bytes -= old.cost
-        entry = self.entries[key] = KeyEntry(ENTRY_COST + len(key))
-        entry.absent = True
-        self.bytes += entry.cost
-        self._evict()
+        self._replace(key, ABSENT, ENTRY_COST + len(key))
+
+    def _partial(self, key: str) -> KeyEntry | None:
+        """The key's KeyEntry (made if need be), or None when its whole value is held."""
+        entry = self.entries.get(key)
+        if type(entry) is bytes:
+            self.entries.move_to_end(key)
+            return None
+        if type(entry) is not KeyEntry:
+            entry = KeyEntry(ENTRY_COST + len(key))
+            self._replace(key, entry, entry.cost)
+        else:
+            self.entries.move_to_end(key)
+        return entry
 
     def put_range(self, key: str, request: Any, data: bytes) -> None:
         cost = RANGE_COST + len(data)
-        entry = self._entry(key)
-        if entry.value is not None:
+        entry = self._partial(key)
+        if entry is None:
             return                   # the whole value serves every range already
         if entry.cost + cost > self.max_entry:
-            if entry.ranges is None:  # nothing else held: do not keep an empty entry
-                self._remove(key)
+            if entry.ranges is None and entry.size is None:
+                self._remove(key)    # do not keep an entry that knows nothing
             return
-        entry.absent = False
         if entry.ranges is None:
             entry.ranges = {}
         old = entry.ranges.get(request)
@@ -142,28 +150,21 @@ class Lru:
 
     def put_size(self, key: str, size: int | None) -> None:
         """That ``key`` exists with ``size`` bytes (None: exists, size unknown)."""
-        entry = self._entry(key)
-        entry.absent = False
-        if size is not None:
+        entry = self._partial(key)
+        if entry is not None and size is not None:
             entry.size = size
-        self._evict()
 
     def put_listing(self, kind: str, prefix: str, names: Sequence[str]) -> None:
         cost = ENTRY_COST + len(prefix) + sum(NAME_COST + len(n) for n in names)
         if cost > self.max_entry:
             return
-        old = self.entries.pop((kind, prefix), None)
-        if old is not None:
-            self.bytes -= old.cost
-        self.entries[(kind, prefix)] = Listing(tuple(names), cost)
-        self.bytes += cost
-        self._evict()
+        self._replace((kind, prefix), (tuple(names), cost), cost)
 
     def _evict(self) -> None:
         entries = self.entries
         while self.bytes > self.max_bytes and entries:
-            _, entry = entries.popitem(last=False)
-            self.bytes -= entry.cost
+            key, entry = entries.popitem(last=False)
+            self.bytes -= cost_of(key, entry)
             self.evictions += 1
 
     # -- dropping ------------------------------------------------------------------------
@@ -171,7 +172,7 @@ class Lru:
     def _remove(self, key: Any) -> Any:
         entry = self.entries.pop(key, None)
         if entry is not None:
-            self.bytes -= entry.cost
+            self.bytes -= cost_of(key, entry)
         return entry
 
     def drop(self, key: str) -> bool:

@@ -16,7 +16,7 @@ from ...stores.base import Store
 from ...stores.byteranges import ByteRequest, apply_byte_request
 from ...stores.keys import check_key
 from ..base import Transformer, TransformerTxn, reject_unknown_options
-from .entries import DIR, LIST, Lru
+from .entries import ABSENT, DIR, LIST, Lru
 
 #: the default bound of a cache's memory
 DEFAULT_MAX_BYTES = 64 << 20
@@ -157,17 +157,20 @@ class Cache(Transformer):
         if entry is None:
             return _MISS
         self._entries.move_to_end(key)
-        if entry.absent:
+        if entry is ABSENT:
             return False if what is EXISTS else None
+        whole = type(entry) is bytes
         if what is VALUE or (what is RANGE and request is None):
-            return _MISS if entry.value is None else entry.value
+            return entry if whole else _MISS
         if what is RANGE:
-            if entry.value is not None:
-                return apply_byte_request(entry.value, request)
+            if whole:
+                return apply_byte_request(entry, request)
             ranges = entry.ranges
             return _MISS if ranges is None else ranges.get(request, _MISS)
         if what is EXISTS:
             return True
+        if whole:
+            return len(entry)
         return _MISS if entry.size is None else entry.size
 
     # -- transactions ----------------------------------------------------------------------
@@ -253,8 +256,8 @@ class Cache(Transformer):
 
     def get(self, key: str) -> bytes | None:
         # The hot path of a cached single-element read: the store's counter and one
-        # dict lookup, without the lock. Safe because every change of the entries to
-        # another state bumps the generation first and sets the token last: an entry is
+        # dict lookup, without the lock. Safe because entries of another state go in
+        # only after the generation has moved (and the old ones are out): an entry is
         # used only if the token matched and the generation did not move meanwhile.
         if self._txn_state.handle is None and type(key) is str:
             base = self._base
@@ -264,14 +267,14 @@ class Cache(Transformer):
                 entries = self._entries
                 entry = entries.get(key)
                 if entry is not None and gen == self._gen:
-                    value = entry.value
-                    if value is not None or entry.absent:
+                    whole = type(entry) is bytes
+                    if whole or entry is ABSENT:
                         try:
                             entries.move_to_end(key)
                         except KeyError:    # dropped by another thread just now
                             pass
                         self._hits += 1     # (may miss a count under contention)
-                        return value
+                        return entry if whole else None
         return self._serve(VALUE, [(key, None)], self._fetch_values)[0]
 
     def _get(self, key: str) -> bytes | None:
@@ -340,12 +343,11 @@ class Cache(Transformer):
                     entries = self._entries
                     entry = entries.get(key)
                     if entry is not None and gen == self._gen:
-                        value = entry.value
-                        if entry.absent:
+                        if entry is ABSENT:
                             answer = None
-                        elif value is not None:
-                            answer = value if request is None else \
-                                apply_byte_request(value, request)
+                        elif type(entry) is bytes:
+                            answer = entry if request is None else \
+                                apply_byte_request(entry, request)
                         else:
                             ranges = entry.ranges
                             answer = _MISS if ranges is None or request is None \
