@@ -241,7 +241,10 @@ def render(run: dict[str, Any]) -> str:
              f"Run {run.get('started', '?')} on {run.get('host', {}).get('cpus', '?')} CPUs "
              f"({run.get('host', {}).get('platform', '?')}), "
              f"{run.get('seconds', 0) / 60:.1f} minutes, kvzarr at {run.get('source', '?')}; "
-             f"repeat {run['args'].get('repeat')}, scale {run['args'].get('scale')}, "
+             f"repeat {run['args'].get('repeat')}"
+             + (f" in each of {run['args']['rounds']} rounds taking turns"
+                if run["args"].get("rounds", 1) > 1 else "")
+             + f", scale {run['args'].get('scale')}, "
              f"time budget {run['args'].get('budget')} s per loop of small operations.", "",
              "Versions: " + "; ".join(f"{k}: " + ", ".join(f"{n} {v}" for n, v in d.items())
                                       for k, d in env.items()), "",

@@ -269,3 +269,19 @@ def test_cached_systems_run_and_their_warm_reads_are_checked(workload, params, m
     assert result["error"] is None, result["error"]
     warm = {m["name"]: m for m in result["metrics"]}[metric]
     assert warm["median"] > 0 and not warm["na"]
+
+
+def test_rounds_pool_the_repetitions_of_each_job():
+    from benchmarks.run import pool_results
+    first = {"system": "s", "workload": "W2", "error": None, "seconds": 1.0,
+             "metrics": [_metric("read", 10.0), _metric("gone", 1.0, na="n/a here")]}
+    first["metrics"][0]["values"] = [10.0, 12.0]
+    later = {"system": "s", "workload": "W2", "error": None, "seconds": 2.0,
+             "metrics": [_metric("read", 30.0), _metric("new", 5.0)]}
+    later["metrics"][0]["values"] = [30.0, 31.0, 2.0]
+    pooled = pool_results(first, later)
+    read = {m["name"]: m for m in pooled["metrics"]}["read"]
+    assert read["values"] == [10.0, 12.0, 30.0, 31.0, 2.0]
+    assert (read["median"], read["min"], read["max"]) == (12.0, 2.0, 31.0)
+    assert [m["name"] for m in pooled["metrics"]] == ["read", "gone", "new"]
+    assert pooled["seconds"] == 3.0

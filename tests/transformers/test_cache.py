@@ -436,3 +436,18 @@ def test_arrays_read_through_a_cache_are_what_was_written(store_factory):
     np.testing.assert_array_equal(r[8:16, 40:48], 7)
     if has_counter(cache):
         assert cache.stats()["hits"] > 0
+
+
+def test_a_write_transaction_closed_by_an_exit_stack_with_an_error_rolls_back(store_factory):
+    """``ExitStack.__exit__(type, error, tb)`` ends the cache's transaction with no
+    exception current: the store under it must still abort, not commit."""
+    from contextlib import ExitStack
+    cache = cached(store_factory)
+    if not cache.capabilities.transactional:
+        pytest.skip("store lacks capability 'transactional'")
+    cache.set("k", b"before")
+    stack = ExitStack()
+    stack.enter_context(cache.transaction())
+    cache.set("k", b"abandoned")
+    stack.__exit__(RuntimeError, RuntimeError("abandoned"), None)
+    assert cache.get("k") == b"before" and cache.base.get("k") == b"before"
