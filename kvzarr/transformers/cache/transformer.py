@@ -21,8 +21,8 @@ from .entries import ABSENT, DIR, LIST, Lru
 #: the default bound of a cache's memory
 DEFAULT_MAX_BYTES = 64 << 20
 
-#: what a batch read asks of each key
-VALUE, RANGE, EXISTS, SIZE = "value", "range", "exists", "size"
+#: what a batch read asks of each key (a listing: of each prefix)
+VALUE, RANGE, EXISTS, SIZE, LISTING = "value", "range", "exists", "size", "listing"
 #: an answer the cache does not have
 _MISS: Any = object()
 #: a write whose resulting value the cache does not know (a partial write, an append)
@@ -127,9 +127,11 @@ class Cache(Transformer):
             self._adoptions += 1
         return self._gen
 
-    def _learn(self, what: str, key: str, request: ByteRequest | None, answer: Any) -> None:
+    def _learn(self, what: str, key: str, request: Any, answer: Any) -> None:
         lru = self._lru
-        if what is VALUE or (what is RANGE and request is None):
+        if what is LISTING:
+            lru.put_listing(request, key, answer)
+        elif what is VALUE or (what is RANGE and request is None):
             if answer is None:
                 lru.put_absent(key)
             else:
@@ -149,8 +151,12 @@ class Cache(Transformer):
         else:
             lru.put_size(key, answer)
 
-    def _known(self, what: str, key: Any, request: ByteRequest | None) -> Any:
-        """The cached answer, or :data:`_MISS`."""
+    def _known(self, what: str, key: Any, request: Any) -> Any:
+        """The cached answer, or :data:`_MISS` (a listing: ``key`` is its prefix,
+        ``request`` its kind)."""
+        if what is LISTING:
+            names = self._lru.listing(request, key)
+            return _MISS if names is None else names
         if type(key) is not str:
             return _MISS
         entry = self._entries.get(key)
@@ -194,6 +200,8 @@ class Cache(Transformer):
                 else self._usable(token)
         return TransformerTxn(context, False, gen)
 
+    # (an aborted transaction: the base aborts; nothing of the cache changed meanwhile)
+
     def _commit(self, handle: TransformerTxn) -> None:
         if not handle.write:
             handle.context.__exit__(None, None, None)
@@ -214,9 +222,6 @@ class Cache(Transformer):
             raise
         if wrote:
             self._committed(state, promised)
-
-    def _abort(self, handle: TransformerTxn) -> None:
-        super()._abort(handle)              # nothing of the cache changed meanwhile
 
     def _committed(self, state: _WriteState, promised: Hashable | None) -> None:
         """A write transaction through the cache committed: bring the entries to the
@@ -492,58 +497,18 @@ class Cache(Transformer):
     # -- listings --------------------------------------------------------------------------
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
-        return iter(self._listed(LIST, prefix))
+        return iter(self._serve(LISTING, [(prefix, LIST)], self._fetch_listing)[0])
 
     def _list_dir(self, prefix: str) -> Iterator[str]:
-        return iter(self._listed(DIR, prefix))
+        return iter(self._serve(LISTING, [(prefix, DIR)], self._fetch_listing)[0])
 
-    def _listing_of(self, kind: str, prefix: str) -> list[str]:
+    def _fetch_listing(self, items: list[tuple[str, Any]]) -> list[Any]:
+        """The names of one listing, read whole (one snapshot inside a transaction)."""
+        (prefix, kind), = items
         base = self.base
         if kind is DIR:
-            return list(base.list_dir(prefix))
-        return list(base.list_prefix(prefix) if prefix else base.list())
-
-    def _listed(self, kind: str, prefix: str) -> Sequence[str]:
-        h = self._current_transaction()
-        if h is not None and h.write:
-            return self._listing_of(kind, prefix)
-        if h is not None:
-            gen: int = h.state
-            with self._lock:
-                usable = gen == self._gen
-                names = self._lru.listing(kind, prefix) if usable else None
-                if names is not None:
-                    self._hits += 1
-                    return names
-            listed = self._listing_of(kind, prefix)
-            with self._lock:
-                if usable and gen == self._gen:
-                    self._misses += 1
-                    self._lru.put_listing(kind, prefix, listed)
-                else:
-                    self._bypassed += 1
-            return listed
-        base = self.base
-        token = base.change_counter()
-        if token is None:
-            self._count_bypass(1)
-            return self._listing_of(kind, prefix)
-        with self._lock:
-            if token == self._token:
-                names = self._lru.listing(kind, prefix)
-                if names is not None:
-                    self._hits += 1
-                    return names
-        with base.transaction(write=False):
-            snapshot = base.change_counter()
-            listed = self._listing_of(kind, prefix)
-        with self._lock:
-            if self._usable(snapshot) >= 0:
-                self._misses += 1
-                self._lru.put_listing(kind, prefix, listed)
-            else:
-                self._bypassed += 1
-        return listed
+            return [tuple(base.list_dir(prefix))]
+        return [tuple(base.list_prefix(prefix) if prefix else base.list())]
 
     # -- writes: through to the store, remembered until the commit --------------------------
 
