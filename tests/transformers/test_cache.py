@@ -366,6 +366,24 @@ def test_an_entry_bigger_than_a_quarter_of_the_bound_is_not_kept():
     assert cache.get("big") == bytes(1100)    # still read, from the store
 
 
+def test_one_read_of_more_than_an_eighth_of_the_bound_is_not_kept():
+    """A scan (one read bringing in more than max_bytes / 8) passes through: it would
+    push out everything else. Smaller reads are kept."""
+    cache = Cache(MemoryStore(), max_bytes=16_000)       # a scan: over 2,000 bytes
+    cache.set_many([(f"k/{i:02}", bytes(300)) for i in range(10)])
+    keys = [f"k/{i:02}" for i in range(10)]
+    with cache.transaction(write=False):
+        assert cache.get_many(keys) == [bytes(300)] * 10
+    assert cache.get_many(keys) == [bytes(300)] * 10
+    assert cache.stats()["entries"] == 0 and cache.stats()["hits"] == 0
+    assert cache.get_many(keys[:3]) == [bytes(300)] * 3    # 900 bytes: kept
+    assert cache.stats()["entries"] == 3
+    cache.clear()
+    with cache.transaction(write=False):                   # a stream keeps its start
+        assert [v for _, v in sorted(cache.iter_values(keys))] == [bytes(300)] * 10
+    assert 0 < cache.stats()["entries"] < 10
+
+
 def test_ranges_are_charged_to_their_key_and_bounded():
     cache = Cache(MemoryStore(), max_bytes=2000)
     cache.set("r", bytes(10_000))

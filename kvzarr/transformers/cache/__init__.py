@@ -19,7 +19,9 @@ ranges of a value, by request (a sharded read asks for a shard's index by suffix
 inner chunks by range); a key's size or existence; the names ``list_prefix``, ``list``
 and ``list_dir`` returned, per prefix. Each entry is charged a fixed overhead plus its
 bytes; inserting past ``max_bytes`` evicts the least recently used; an entry costing
-more than a quarter of ``max_bytes`` is not kept.
+more than a quarter of ``max_bytes`` is not kept, nor is what one read of several values
+bringing more than an eighth of ``max_bytes`` reads (a scan of a whole array would push
+out everything else).
 
 Coherence, through the store's change counter (:meth:`Store.change_counter`):
 

@@ -81,6 +81,8 @@ class Cache(Transformer):
         reject_unknown_options("Cache", unknown)
         self.max_bytes = _check_max_bytes(max_bytes)
         self._lru = Lru(self.max_bytes)
+        #: the most bytes one read may bring into the cache (see _worth_keeping)
+        self._scan_bytes = max(1, self.max_bytes // 8)
         self._entries = self._lru.entries    # (the hot path reads it directly)
         self._lock = threading.Lock()
         #: the store state every entry belongs to (None: no state adopted yet)
@@ -326,8 +328,10 @@ class Cache(Transformer):
         if not misses:
             return
         miss_keys = [keys[i] for i in misses]
+        room = self._scan_bytes
         for j, value in self.base.iter_values(miss_keys):
-            if usable:
+            if usable and room > 0:
+                room -= 0 if value is None else len(value)
                 with self._lock:
                     if gen == self._gen:
                         self._learn(VALUE, miss_keys[j], None, value)
@@ -399,6 +403,20 @@ class Cache(Transformer):
     def _fetch_sizes(self, items: list[tuple[str, Any]]) -> list[Any]:
         return [self.base.getsize(k) for k, _ in items]
 
+    def _worth_keeping(self, answers: list[Any]) -> bool:
+        """Whether answers read from the store go into the cache: not those of one read
+        of several values bigger than an eighth of the cache together (a scan of a whole
+        array would push out everything else, and copy every value it reads)."""
+        if len(answers) < 2:
+            return True
+        room = self._scan_bytes
+        for answer in answers:
+            if isinstance(answer, (bytes, memoryview)):
+                room -= len(answer)
+                if room < 0:
+                    return False
+        return True
+
     def _count_bypass(self, n: int) -> None:
         with self._lock:
             self._bypassed += n
@@ -428,9 +446,10 @@ class Cache(Transformer):
             if hit_token is not None and snapshot != hit_token:
                 misses = list(range(len(items)))   # hits of another state: read all
             got = fetch([items[i] for i in misses])
+        keep = self._worth_keeping(got)
         with self._lock:
-            gen = self._usable(snapshot)
-            if gen < 0:
+            gen = self._usable(snapshot) if keep else -1
+            if gen < 0 and keep:
                 self._bypassed += len(misses)
             else:
                 self._misses += len(misses)
@@ -482,9 +501,10 @@ class Cache(Transformer):
         if not misses:
             return out
         got = fetch([items[i] for i in misses])
+        worth = self._worth_keeping(got)
         with self._lock:
-            keep = gen == self._gen
-            if keep:
+            keep = gen == self._gen and worth
+            if keep or not worth:
                 self._misses += len(misses)
             else:
                 self._bypassed += len(misses)
