@@ -464,7 +464,7 @@ class PostgresBackend(Backend):
             txn.cur.execute("COMMIT")
             return
         # the change counter, written in the round trip of the COMMIT (counter.py)
-        txn.cur.execute(f"{counter.bump_sql}; COMMIT", (str(txn.counter + 1), txn.dirty))
+        txn.cur.execute(counter.commit_sql(txn.counter + 1, txn.dirty))
 
     def lock_in_sa(self, conn: sa.Connection, table: str) -> None:
         conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({advisory_lock_id(table)})")

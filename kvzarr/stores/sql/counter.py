@@ -324,17 +324,19 @@ class SQLiteCounter:
 class PostgresCounter:
     """The change counter of one PostgreSQL store in kvzarr's layout (module docstring)."""
 
-    def __init__(self, table: str, placeholder: str) -> None:
-        info = f'"{table}_info"'
-        p = placeholder
+    def __init__(self, table: str) -> None:
+        self._info = info = f'"{table}_info"'
         #: reads the count (no row yet: 0)
         self.read_sql = f"SELECT value FROM {info} WHERE name = 'changes'"
-        #: writes the count a write transaction promised, if it wrote (or the server
-        #: says it did); prefixed to its COMMIT
-        self.bump_sql = (
-            f"INSERT INTO {info} (name, value) SELECT 'changes', {p} "
-            f"WHERE {p} OR txid_current_if_assigned() IS NOT NULL "
-            f"ON CONFLICT (name) DO UPDATE SET value = excluded.value")
+
+    def commit_sql(self, count: int, wrote: bool) -> str:
+        """``COMMIT``, preceded by writing ``count`` (what the transaction promised) if
+        it wrote, or if the server says it did. Literals, not parameters: a statement
+        list with parameters is refused by psycopg 3, and these are numbers of ours."""
+        return (f"INSERT INTO {self._info} (name, value) SELECT 'changes', '{int(count)}' "
+                f"WHERE {'true' if wrote else 'false'} "
+                f"OR txid_current_if_assigned() IS NOT NULL "
+                f"ON CONFLICT (name) DO UPDATE SET value = excluded.value; COMMIT")
 
     @staticmethod
     def parse(row: Any) -> int | None:

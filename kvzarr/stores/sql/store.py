@@ -95,8 +95,7 @@ class SQLStore(Store):
         self._counting = False
         if self._backend.name == "postgresql" and self.layout.kind == KVZARR:
             # always on: another process's cache relies on every commit counting
-            self._backend.counter = PostgresCounter(self.layout.table,
-                                                    self._backend.placeholder)
+            self._backend.counter = PostgresCounter(self.layout.table)
 
     @property
     def engine(self) -> Any:
