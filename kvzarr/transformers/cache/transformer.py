@@ -282,6 +282,19 @@ class Cache(Transformer):
                             pass
                         self._hits += 1     # (may miss a count under contention)
                         return entry if whole else None
+            if token is not None:
+                # a miss outside a transaction: read it in a read transaction of the
+                # store, whose snapshot names what is kept (_serve, written out)
+                with base.transaction(write=False):
+                    snapshot = base.change_counter()
+                    value = base.get(key)
+                with self._lock:
+                    if self._usable(snapshot) >= 0:
+                        self._misses += 1
+                        self._learn(VALUE, key, None, value)
+                    else:
+                        self._bypassed += 1
+                return value
         return self._serve(VALUE, [(key, None)], self._fetch_values)[0]
 
     def _get(self, key: str) -> bytes | None:
