@@ -14,7 +14,6 @@ from typing import Any
 from ...errors import StoreConfigError
 from ...stores.base import Store
 from ...stores.byteranges import ByteRequest, apply_byte_request
-from ...stores.keys import check_key
 from ..base import Transformer, TransformerTxn, reject_unknown_options
 from .entries import ABSENT, DIR, LIST, Lru
 
