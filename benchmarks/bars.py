@@ -3,9 +3,10 @@ it holds. A bar whose systems did not run (or ran without a number) is left out,
 run of a few systems checks just what it measured. Standard library only; the report
 (report.py) renders them.
 
-The core bars (kvzarr on a directory against zarr-python 3's LocalStore) and the
+The core bars (kvzarr on a directory against zarr-python 3's LocalStore), the
 transactional-store bars (LMDB and SQLite against zarr-python 2's stores, TensorStore and
-the raw engines). "Best of" a list means the best of those that lost no element.
+the raw engines) and the cache's (warm reads of cached stores against an in-memory one).
+"Best of" a list means the best of those that lost no element.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ LMDB_PEERS = ["ts-file", "ts-ocdbt", "ts-zip", "zarr2-lmdb"]
 #: the variants nearest the peer's durability (zarr-python 2's LMDBStore never syncs;
 #: SQLite's nearest is synchronous=NORMAL), shown beside a default store's W6 row
 EQUAL_DURABILITY = {"kvzarr-lmdb": "kvzarr-lmdb-nosync", "kvzarr-sql": "kvzarr-sql-normal"}
+#: the stores under a cache, whose warm reads must keep up with an in-memory store's
+CACHED = ["kvzarr-lmdb-cache", "kvzarr-sql-cache", "kvzarr-pg-cache"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,12 @@ def check(res: Any) -> list[Bar]:
                 b.against("kvzarr-sql", workload, metric, ["zarr2-sqlite"], 1)
     for metric in metrics.get("W2", []):
         b.against("kvzarr-sql", "W2", metric, ["raw-sqlite"], 0.25)
+    # the cache: warm reads (its hits) of each cached store at 0.8x the same reads of an
+    # in-memory store, in the same run
+    for ours in CACHED:
+        b.against(ours, "W2", "single-element reads, warm", ["kvzarr-memory"], 0.8)
+        for variant in ("sharded", "unsharded"):
+            b.against(ours, "W3", f"{variant}: tile reads, warm", ["kvzarr-memory"], 0.8)
     # W6: 4 writers on disjoint chunks at zarr-python 2's LMDBStore's speed (also nearer
     # its durability, where the variant ran), none lost on shared chunks
     for ours in ("kvzarr-lmdb", "kvzarr-sql"):

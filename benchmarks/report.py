@@ -25,8 +25,9 @@ HEADLINE = [
     ("W1", "write all, blosc-zstd"), ("W1", "read all, blosc-zstd"),
     ("W1", "write all, uncompressed"), ("W1", "read all, uncompressed"),
     ("W2", "write all"), ("W2", "read all"), ("W2", "single-element reads"),
-    ("W2", "batched selection"),
+    ("W2", "single-element reads, warm"), ("W2", "batched selection"),
     ("W3", "sharded: write all"), ("W3", "sharded: tile reads"),
+    ("W3", "sharded: tile reads, warm"),
     ("W3", "sharded: tile writes"), ("W3", "sharded: bytes written per tile"),
     ("W4", "create arrays"), ("W4", "open + read attributes"),
     ("W4", "list a group's children"),
@@ -112,6 +113,8 @@ def _status(res: Results, system: str, workload: str) -> str | None:
     if err and not job.get("metrics"):
         if any(k in err for k in ("ModuleNotFoundError", "ImportError")):
             return f"skipped: not importable ({err})"
+        if err.startswith("unsupported: "):     # the system cannot run here at all
+            return f"n/a: {err[len('unsupported: '):]}"
         return f"failed: {err}"
     return None
 
@@ -125,7 +128,8 @@ def cell(res: Results, system: str, workload: str, metric: str,
 
     status = _status(res, system, workload)
     if status:
-        return ("skipped" if status.startswith("skipped") else "failed") + footnote(status)
+        word = status.split(":")[0] if status.startswith(("skipped", "n/a")) else "failed"
+        return word + footnote(status)
     m = res.cells.get((system, workload, metric))
     if m is None:
         err = res.jobs[system, workload].get("error")
@@ -237,7 +241,10 @@ def render(run: dict[str, Any]) -> str:
              f"Run {run.get('started', '?')} on {run.get('host', {}).get('cpus', '?')} CPUs "
              f"({run.get('host', {}).get('platform', '?')}), "
              f"{run.get('seconds', 0) / 60:.1f} minutes, kvzarr at {run.get('source', '?')}; "
-             f"repeat {run['args'].get('repeat')}, scale {run['args'].get('scale')}, "
+             f"repeat {run['args'].get('repeat')}"
+             + (f" in each of {run['args']['rounds']} rounds taking turns"
+                if run["args"].get("rounds", 1) > 1 else "")
+             + f", scale {run['args'].get('scale')}, "
              f"time budget {run['args'].get('budget')} s per loop of small operations.", "",
              "Versions: " + "; ".join(f"{k}: " + ", ".join(f"{n} {v}" for n, v in d.items())
                                       for k, d in env.items()), "",

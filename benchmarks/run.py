@@ -48,6 +48,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "zarr3, zarr2, tensorstore (default: all)")
     p.add_argument("--scale", type=float, default=1.0, help="size factor for every workload")
     p.add_argument("--repeat", type=int, default=3, help="repetitions per metric (>= 1)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="run every system this many times per workload, taking turns, and "
+                        "pool their repetitions (on a shared machine a slow spell then "
+                        "falls on every system, not on whichever ran during it)")
     p.add_argument("--budget", type=float, default=5.0,
                    help="seconds one loop of small operations may take before it stops "
                         "and reports the rate of what it ran")
@@ -71,6 +75,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.repeat < 1:
         p.error("--repeat must be at least 1")
+    if args.rounds < 1:
+        p.error("--rounds must be at least 1")
     return args
 
 
@@ -138,6 +144,30 @@ def run_job(py: str, job: dict, timeout: float) -> dict:
             "error": f"worker exited with {proc.returncode}: "
                      + (lines[-1].strip() if lines else "no output"),
             "traceback": "\n".join(lines[-15:]), "seconds": time.perf_counter() - t0}
+
+
+def pool_results(into: dict, more: dict) -> dict:
+    """Add the repetitions of ``more`` (a later round of the same job) to ``into`` and
+    recompute its medians; ``into`` is updated in place and returned."""
+    import statistics
+    by_name = {m["name"]: m for m in into.get("metrics", [])}
+    for m in more.get("metrics", []):
+        mine = by_name.get(m["name"])
+        if mine is None:
+            into.setdefault("metrics", []).append(m)
+            by_name[m["name"]] = m
+            continue
+        mine["values"] = mine.get("values", []) + m.get("values", [])
+        if m.get("lost") is not None:
+            mine["lost"] = (mine.get("lost") or []) + m["lost"]
+        for key in ("na", "error", "note"):
+            mine[key] = mine.get(key) or m.get(key)
+        if mine["values"]:
+            mine.update(median=statistics.median(mine["values"]), min=min(mine["values"]),
+                        max=max(mine["values"]))
+    into["error"] = into.get("error") or more.get("error")
+    into["seconds"] = into.get("seconds", 0) + more.get("seconds", 0)
+    return into
 
 
 def source_state() -> str:
@@ -218,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
            "host": {"cpus": os.cpu_count(), "platform": platform.platform(),
                     "machine": platform.machine()},
            "source": source_state(),
-           "args": {"repeat": args.repeat, "scale": args.scale, "budget": args.budget,
+           "args": {"repeat": args.repeat, "rounds": args.rounds, "scale": args.scale,
+                    "budget": args.budget,
                     "params": args.param, "systems": systems, "workloads": workloads},
            "versions": {e: envs.versions(py) for e, py in pythons.items()},
            "systems": {s: {k: v for k, v in vars(SYSTEMS[s]).items() if k != "kwargs"}
@@ -233,19 +264,26 @@ def main(argv: list[str] | None = None) -> int:
             info = wl_info[wl]
             print(f"== {wl}: {info['title']}", flush=True)
             params = None
-            for system in systems:
-                job = {"system": system, "workload": wl, "repeat": args.repeat,
-                       "budget": args.budget, "workdir": str(workdir), "scale": args.scale,
-                       "params": info["overrides"],
-                       "profile": (str(args.out / "profiles" / f"{system}-{wl}.txt")
-                                   if profile_wanted(args.profile, system, wl) else None)}
-                result = run_job(python_for(SYSTEMS[system].env), job, args.timeout)
-                params = params or result.get("params")
-                run["results"].append(result)
-                print(f"  {system:16} {result.get('seconds', 0):6.1f} s  {summarize(result)}",
-                      flush=True)
-                run["seconds"] = time.perf_counter() - t_start
-                run_file.write_text(json.dumps(run, indent=1))
+            pooled: dict[str, dict] = {}
+            for _ in range(args.rounds):
+                for system in systems:
+                    job = {"system": system, "workload": wl, "repeat": args.repeat,
+                           "budget": args.budget, "workdir": str(workdir),
+                           "scale": args.scale, "params": info["overrides"],
+                           "profile": (str(args.out / "profiles" / f"{system}-{wl}.txt")
+                                       if profile_wanted(args.profile, system, wl)
+                                       else None)}
+                    result = run_job(python_for(SYSTEMS[system].env), job, args.timeout)
+                    params = params or result.get("params")
+                    if system in pooled:
+                        result = pool_results(pooled[system], result)
+                    else:
+                        run["results"].append(result)
+                    pooled[system] = result
+                    print(f"  {system:16} {result.get('seconds', 0):6.1f} s  "
+                          f"{summarize(result)}", flush=True)
+                    run["seconds"] = time.perf_counter() - t_start
+                    run_file.write_text(json.dumps(run, indent=1))
             run["workloads"][wl] = {"title": info["title"], "params": params or {}}
     finally:
         run["seconds"] = time.perf_counter() - t_start

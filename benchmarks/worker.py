@@ -48,6 +48,9 @@ def run_job(job: dict[str, Any], system: Any = None) -> dict[str, Any]:
     try:
         if system is None:
             system = make_system(job["system"], root)
+        unavailable = getattr(system, "unavailable", None)
+        if unavailable:                 # e.g. no server named for a PostgreSQL system
+            raise Unsupported(unavailable)
         if job.get("profile"):
             import cProfile
             profiler = cProfile.Profile()

@@ -218,3 +218,70 @@ def test_raw_engine_reads_strided_selections_like_numpy():
         ii, jj = np.array([0, 69, 33, 33]), np.array([44, 0, 7, 8])
         np.testing.assert_array_equal(a.points((ii, jj)), data[ii, jj])
         assert a.element((69, 44)) == data[69, 44]
+
+
+def test_cache_bars_compare_warm_reads_with_an_in_memory_store():
+    names = ["kvzarr-memory", "kvzarr-lmdb-cache", "kvzarr-sql-cache"]
+    run = _run([
+        _w("kvzarr-memory", "W2", _metric("single-element reads, warm", 100.0, unit="ops/s")),
+        _w("kvzarr-lmdb-cache", "W2",
+           _metric("single-element reads, warm", 85.0, unit="ops/s")),
+        _w("kvzarr-sql-cache", "W2", _metric("single-element reads, warm", 70.0, unit="ops/s")),
+        _w("kvzarr-memory", "W3", _metric("sharded: tile reads, warm", 10.0, unit="tiles/s")),
+        _w("kvzarr-lmdb-cache", "W3",
+           _metric("sharded: tile reads, warm", 9.0, unit="tiles/s")),
+    ])
+    run["systems"] = {n: {k: v for k, v in vars(SYSTEMS[n]).items() if k != "kwargs"}
+                      for n in names}
+    text = report.render(run)
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()
+            if line.startswith("| W")}
+    lmdb = "W2 single-element reads, warm: kvzarr-lmdb-cache ≥ 0.8× kvzarr-memory"
+    assert "85.0 vs kvzarr-memory 100 = 0.85×" in rows[lmdb] and rows[lmdb].endswith("pass |")
+    sql = "W2 single-element reads, warm: kvzarr-sql-cache ≥ 0.8× kvzarr-memory"
+    assert rows[sql].endswith("FAIL |")
+    tiles = "W3 sharded: tile reads, warm: kvzarr-lmdb-cache ≥ 0.8× kvzarr-memory"
+    assert "= 0.90×" in rows[tiles]
+
+
+def test_a_postgresql_system_without_its_server_reports_na(tmp_path, monkeypatch):
+    monkeypatch.delenv("KVZARR_BENCH_POSTGRES_URL", raising=False)
+    result = run_job({"system": "kvzarr-pg-cache", "workload": "W2",
+                      "params": {"chunks": 10, "points": 5, "width": 5}, "repeat": 1,
+                      "budget": 1, "workdir": str(tmp_path)})
+    assert result["error"].startswith("unsupported: set KVZARR_BENCH_POSTGRES_URL")
+    run = _run([result])
+    run["systems"]["kvzarr-pg-cache"] = {k: v for k, v in vars(SYSTEMS["kvzarr-pg-cache"])
+                                         .items() if k != "kwargs"}
+    res = report.Results(run)
+    assert report.cell(res, "kvzarr-pg-cache", "W2", "write all", []).startswith("n/a")
+
+
+@pytest.mark.parametrize("workload,params,metric", [
+    ("W2", {"chunks": 40, "points": 30, "width": 8}, "single-element reads, warm"),
+    ("W3", {"side": 256, "shard": 128, "tile": 64, "reads": 6, "writes": 3},
+     "sharded: tile reads, warm"),
+])
+def test_cached_systems_run_and_their_warm_reads_are_checked(workload, params, metric,
+                                                              tmp_path):
+    result = run_job({"system": "kvzarr-lmdb-cache", "workload": workload, "params": params,
+                      "repeat": 1, "budget": 5, "workdir": str(tmp_path)})
+    assert result["error"] is None, result["error"]
+    warm = {m["name"]: m for m in result["metrics"]}[metric]
+    assert warm["median"] > 0 and not warm["na"]
+
+
+def test_rounds_pool_the_repetitions_of_each_job():
+    from benchmarks.run import pool_results
+    first = {"system": "s", "workload": "W2", "error": None, "seconds": 1.0,
+             "metrics": [_metric("read", 10.0), _metric("gone", 1.0, na="n/a here")]}
+    first["metrics"][0]["values"] = [10.0, 12.0]
+    later = {"system": "s", "workload": "W2", "error": None, "seconds": 2.0,
+             "metrics": [_metric("read", 30.0), _metric("new", 5.0)]}
+    later["metrics"][0]["values"] = [30.0, 31.0, 2.0]
+    pooled = pool_results(first, later)
+    read = {m["name"]: m for m in pooled["metrics"]}["read"]
+    assert read["values"] == [10.0, 12.0, 30.0, 31.0, 2.0]
+    assert (read["median"], read["min"], read["max"]) == (12.0, 2.0, 31.0)
+    assert [m["name"] for m in pooled["metrics"]] == ["read", "gone", "new"]
+    assert pooled["seconds"] == 3.0

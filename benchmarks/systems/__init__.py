@@ -32,13 +32,19 @@ class SystemInfo:
 
 def _k(store: str, label: str, limit: str, durability: str, suffix: str = "",
        options: dict[str, Any] | None = None,
-       transformers: list[Any] | None = None) -> SystemInfo:
+       transformers: list[Any] | None = None, variant: bool | None = None) -> SystemInfo:
     """A kvzarr system; ``transformers`` (as ``kvzarr.open_store`` takes them) stack
-    storage transformers on the store."""
+    storage transformers on the store. A system with a suffix is a variant (run only
+    when named) unless ``variant`` says otherwise."""
     return SystemInfo(f"kvzarr-{store}{suffix}", "kvzarr", "kvzarr_sys", "KvzarrSystem",
                       "peers3", limit, label, durability,
                       {"store": store, "options": options or {},
-                       "transformers": transformers or []}, variant=bool(suffix))
+                       "transformers": transformers or []},
+                      variant=bool(suffix) if variant is None else variant)
+
+
+#: the cache the ``-cache`` variants stack on their store: room for W2's and W3's data
+CACHE = {"name": "cache", "max_bytes": 256 << 20}
 
 
 SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
@@ -57,6 +63,18 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
        "WAL synced at checkpoints only", "-normal", {"synchronous": "NORMAL"}),
     _k("zip", "kvzarr ZipStore, fsync=False", "raw-files", "archive rewritten, no fsync",
        "-nofsync", {"fsync": False}),
+    # the transactional stores under a Cache (256 MiB): its warm reads against an
+    # in-memory store's (the bars), its cold ones against the store's own
+    _k("lmdb", "kvzarr LMDBStore under a Cache", "raw-lmdb",
+       "transactional, fsync per commit", "-cache", transformers=[CACHE]),
+    _k("sql", "kvzarr SQLStore (SQLite) under a Cache", "raw-sqlite",
+       "transactional, WAL, synchronous=FULL", "-cache", transformers=[CACHE]),
+    # PostgreSQL, when KVZARR_BENCH_POSTGRES_URL names a server (else n/a): with and
+    # without the cache, and the raw round trips (psycopg2) as the limit
+    _k("pg", "kvzarr SQLStore (PostgreSQL)", "raw-postgresql",
+       "transactional, the server's synchronous_commit", variant=True),
+    _k("pg", "kvzarr SQLStore (PostgreSQL) under a Cache", "raw-postgresql",
+       "transactional, the server's synchronous_commit", "-cache", transformers=[CACHE]),
     SystemInfo("zarr3-local", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",
                "zarr-python 3 LocalStore", "atomic per key, no fsync", {"store": "local"}),
     SystemInfo("zarr3-zip", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",
@@ -96,6 +114,9 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
     SystemInfo("raw-sqlite", "raw", "raw_sys", "RawSystem", "peers3", "raw-sqlite",
                "sqlite3 inserts/selects (+ numcodecs)", "WAL, synchronous=FULL",
                {"engine": "sqlite"}),
+    SystemInfo("raw-postgresql", "raw", "raw_sys", "RawSystem", "peers3", "raw-postgresql",
+               "psycopg2 inserts/selects, one round trip each (+ numcodecs)",
+               "the server's synchronous_commit", {"engine": "postgresql"}, variant=True),
 ]}
 
 #: names accepted by --systems besides single system names
@@ -108,6 +129,9 @@ GROUPS = {
     "zarr3": [n for n in SYSTEMS if n.startswith("zarr3-")],
     "zarr2": [n for n in SYSTEMS if n.startswith("zarr2-")],
     "tensorstore": [n for n in SYSTEMS if n.startswith("ts-")],
+    # the cache's bars: cached systems against an in-memory store, PostgreSQL's limit
+    "cache": ["kvzarr-memory", "kvzarr-lmdb", "kvzarr-sql", "kvzarr-lmdb-cache",
+              "kvzarr-sql-cache", "kvzarr-pg", "kvzarr-pg-cache", "raw-postgresql"],
 }
 
 

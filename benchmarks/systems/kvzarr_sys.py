@@ -1,6 +1,8 @@
-"""kvzarr on each of its stores: FilesystemStore, LMDBStore, SQLStore (SQLite), ZipStore
-and MemoryStore, each with its default options (the durability a user gets without
-asking). Everything goes through the public Array API, never the store directly.
+"""kvzarr on each of its stores: FilesystemStore, LMDBStore, SQLStore (SQLite, and
+PostgreSQL when KVZARR_BENCH_POSTGRES_URL names a server: a table per location),
+ZipStore and MemoryStore, each with its default options (the durability a user gets
+without asking), optionally under storage transformers. Everything goes through the
+public Array API, never the store directly.
 
 W4 creates its hierarchy the way kvzarr's documentation tells a user to create many
 nodes: inside one ``with store.transaction():``, so the creates share one commit (one
@@ -14,13 +16,15 @@ that: ``durability="none"`` and no ``flush()``.
 
 from __future__ import annotations
 
+import os
 import sys
 from contextlib import ExitStack
 from typing import Any
 
 from .base import Handle, System
+from .postgres import POSTGRES_URL, drop_pg_tables, pg_table
 
-_SUFFIX = {"fs": "", "lmdb": ".lmdb", "sql": ".db", "zip": ".zip", "memory": ""}
+_SUFFIX = {"fs": "", "lmdb": ".lmdb", "sql": ".db", "zip": ".zip", "memory": "", "pg": ""}
 
 
 def codecs_of(codec: dict[str, Any], itemsize: int) -> list[dict[str, Any]] | None:
@@ -60,6 +64,17 @@ class KvzarrSystem(System):
         self.shared_writes = (
             "not promised: atomic per key, no lock around a read-modify-write"
             if self.kind == "fs" else "promised: each write is one transaction")
+        if self.kind == "pg":
+            self.url = os.environ.get(POSTGRES_URL)
+            if not self.url:
+                #: why this system cannot run here (the worker reports n/a with it)
+                self.unavailable = f"set {POSTGRES_URL} to a PostgreSQL server's URL"
+            self.missing = {"bytes-written": "the server process writes, not this one"}
+
+    def location(self, tag: str) -> str:
+        if self.kind == "pg":
+            return pg_table(tag)        # a table on the server
+        return super().location(tag)
 
     def store(self, loc: str) -> Any:
         st = self._stores.get(loc)
@@ -77,6 +92,9 @@ class KvzarrSystem(System):
             elif self.kind == "zip":
                 from kvzarr.stores.zip import ZipStore
                 st = ZipStore(loc, **self.options)
+            elif self.kind == "pg":
+                from kvzarr.stores.sql import SQLStore
+                st = SQLStore(self.url, table=loc, **self.options)
             if self.transformers:
                 st = self.kvzarr.open_store(st, transformers=self.transformers)
             self._stores[loc] = st
@@ -98,6 +116,10 @@ class KvzarrSystem(System):
             st.close()
 
     def drop(self, loc: str) -> None:
+        if self.kind == "pg":
+            self.close(loc)
+            drop_pg_tables(self.url, [loc, f"{loc}_version", f"{loc}_info"])
+            return
         super().drop(loc)
         self._stores.pop(loc, None)
 

@@ -1,5 +1,5 @@
 """The raw storage engines with no Zarr on top: a dict in memory, one plain file per key,
-py-lmdb and sqlite3. Each offers the few operations a chunk engine needs, done the
+py-lmdb, sqlite3 and a PostgreSQL table through psycopg2. Each offers the few operations a chunk engine needs, done the
 fastest plain way: one transaction per batch, batched lookups, a thread pool for file
 I/O. They are the "raw limit" the Zarr systems are measured against.
 
@@ -217,7 +217,61 @@ class SqliteKV(KV):
         self.db.close()
 
 
-def open_kv(engine: str, loc: str) -> KV:
+class PostgresKV(KV):
+    """One table on a PostgreSQL server through psycopg2, in autocommit: a lookup is
+    one round trip, a batch of puts one transaction."""
+    _BATCH = 500
+
+    def __init__(self, url: str, table: str) -> None:
+        import psycopg2
+
+        from .postgres import libpq_url
+        self.db = psycopg2.connect(libpq_url(url))
+        self.db.autocommit = True
+        self.table = table
+        self.cur = self.db.cursor()
+        self.cur.execute(f'CREATE TABLE IF NOT EXISTS "{table}" '
+                         f'(k TEXT COLLATE "C" PRIMARY KEY, v BYTEA NOT NULL)')
+        self.cur.execute(f'ALTER TABLE "{table}" ALTER COLUMN v SET STORAGE EXTERNAL')
+
+    def put_many(self, items):
+        from psycopg2.extras import execute_values
+        rows = list(dict(items).items())
+        cur = self.cur
+        cur.execute("BEGIN")
+        try:
+            for i in range(0, len(rows), self._BATCH):
+                execute_values(cur, f'INSERT INTO "{self.table}" (k, v) VALUES %s '
+                                    f'ON CONFLICT (k) DO UPDATE SET v = excluded.v',
+                               rows[i:i + self._BATCH], page_size=self._BATCH)
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        cur.execute("COMMIT")
+
+    def get_many(self, keys):
+        cur = self.cur
+        if len(keys) == 1:
+            cur.execute(f'SELECT v FROM "{self.table}" WHERE k = %s', (keys[0],))
+            row = cur.fetchone()
+            return [None if row is None else bytes(row[0])]
+        found: dict[str, bytes] = {}
+        for i in range(0, len(keys), self._BATCH):
+            cur.execute(f'SELECT k, v FROM "{self.table}" WHERE k = ANY(%s)',
+                        (list(keys[i:i + self._BATCH]),))
+            found.update((k, bytes(v)) for k, v in cur.fetchall())
+        return [found.get(k) for k in keys]
+
+    def children(self, prefix):
+        self.cur.execute(f'SELECT k FROM "{self.table}" WHERE k >= %s AND k < %s ORDER BY k',
+                         (prefix, prefix + "\U0010ffff"))
+        return _children_of_sorted([r[0] for r in self.cur.fetchall()], prefix)
+
+    def close(self):
+        self.db.close()
+
+
+def open_kv(engine: str, loc: str, url: str | None = None) -> KV:
     if engine == "memory":
         return MemoryKV()
     if engine == "files":
@@ -226,4 +280,6 @@ def open_kv(engine: str, loc: str) -> KV:
         return LmdbKV(loc)
     if engine == "sqlite":
         return SqliteKV(loc)
+    if engine == "postgresql":
+        return PostgresKV(url, loc)
     raise ValueError(engine)

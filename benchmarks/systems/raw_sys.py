@@ -13,12 +13,14 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 from typing import Any
 
 import numpy as np
 
 from ..harness import Unsupported
 from .base import Handle, System, numcodecs_compressor
+from .postgres import POSTGRES_URL, drop_pg_tables, pg_table
 from .raw_engines import KV, open_kv, parallel_map
 
 
@@ -160,11 +162,22 @@ class RawSystem(System):
         if self.engine == "memory":
             self.missing.update(multiprocess="an in-memory dict lives in one process",
                                 **{"bytes-written": "in memory: no files written"})
+        if self.engine == "postgresql":
+            self.url = os.environ.get(POSTGRES_URL)
+            if not self.url:
+                #: why this system cannot run here (the worker reports n/a with it)
+                self.unavailable = f"set {POSTGRES_URL} to a PostgreSQL server's URL"
+            self.missing["bytes-written"] = "the server process writes, not this one"
+
+    def location(self, tag: str) -> str:
+        if self.engine == "postgresql":
+            return pg_table(tag)        # a table on the server
+        return super().location(tag)
 
     def kv(self, loc: str) -> KV:
         kv = self._kvs.get(loc)
         if kv is None:
-            kv = self._kvs[loc] = open_kv(self.engine, loc)
+            kv = self._kvs[loc] = open_kv(self.engine, loc, getattr(self, "url", None))
         return kv
 
     def close(self, loc):
@@ -175,6 +188,10 @@ class RawSystem(System):
             kv.close()
 
     def drop(self, loc):
+        if self.engine == "postgresql":
+            self.close(loc)
+            drop_pg_tables(self.url, [loc])
+            return
         super().drop(loc)
         self._kvs.pop(loc, None)
 

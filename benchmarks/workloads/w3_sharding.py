@@ -1,5 +1,6 @@
 """W3 sharding: a 4096 x 4096 uint16 image, shards 1024 x 1024 of 64 x 64 inner chunks,
-gzip level 5: write all (MB/s), then 1,000 random 64 x 64 tile reads (tiles/s); the same
+gzip level 5: write all (MB/s), then 1,000 random 64 x 64 tile reads (tiles/s), the same
+reads again ("warm": a cache's hits; without one, the steady state); the same
 array unsharded (64 x 64 chunks); then 1,000 random tile *writes* into the existing
 shards (tiles/s, and bytes handed to the OS per tile: a store that rewrites the whole
 shard shows it here). The unsharded array gets the same tile writes, which is also what
@@ -46,8 +47,9 @@ def run(system: Any, p: dict[str, Any], rec: Recorder, repeat: int) -> None:
     new_tiles = rng.integers(0, 65535, (len(writes), n, n), dtype="uint16")
     for variant, shards in (("sharded", (shard, shard)), ("unsharded", None)):
         names = [f"{variant}: write all", f"{variant}: tile reads",
-                 f"{variant}: tile writes", f"{variant}: bytes written per tile"]
-        units = ["MB/s", "tiles/s", "tiles/s", "KiB"]
+                 f"{variant}: tile reads, warm", f"{variant}: tile writes",
+                 f"{variant}: bytes written per tile"]
+        units = ["MB/s", "tiles/s", "tiles/s", "tiles/s", "KiB"]
         reason = system.lacks("shards") if shards else None
         if reason:
             for name, unit in zip(names, units):
@@ -81,27 +83,33 @@ def _one(system, rec, loc, data, mb, n, shards, reads, writes, new_tiles, names,
                         total=len(reads), **_limit(names[1], variant))
     for t, tile in zip(reads, got):
         check_equal(tile, data[_tile(t, n)], f"{names[1]} {t}")
+    # the same tiles again: a cache's hits; without one, the steady state
+    again = reads[:len(got)]
+    got = rec.loop_rate(names[2], units[2], again, lambda t: h.read(_tile(t, n)),
+                        total=len(again), **_limit(names[2], variant))
+    for t, tile in zip(again, got):
+        check_equal(tile, data[_tile(t, n)], f"{names[2]} {t}")
     del got, h
     if cannot_write:
-        rec.na(names[2], units[2], cannot_write, **_limit(names[2], variant))
-        rec.na(names[3], units[3], cannot_write, better="lower", **_limit(names[3], variant))
+        rec.na(names[3], units[3], cannot_write, **_limit(names[3], variant))
+        rec.na(names[4], units[4], cannot_write, better="lower", **_limit(names[4], variant))
         return
     w = system.open(loc, "a", write=True)
     before = WriteCounter.read()
-    done = rec.loop_rate(names[2], units[2], range(len(writes)),
+    done = rec.loop_rate(names[3], units[3], range(len(writes)),
                          lambda k: w.write(_tile(writes[k], n), new_tiles[k]),
                          total=len(writes), tail=lambda: system.finish(loc),
-                         **_limit(names[2], variant))
+                         **_limit(names[3], variant))
     after = WriteCounter.read()
     gone = system.lacks("bytes-written")
     if gone or before is None:
-        rec.na(names[3], units[3], gone or "no /proc/self/io here", better="lower",
-               **_limit(names[3], variant))
+        rec.na(names[4], units[4], gone or "no /proc/self/io here", better="lower",
+               **_limit(names[4], variant))
     else:
-        rec.record(names[3], units[3], (after - before) / 1024 / max(1, len(done)),
-                   better="lower", **_limit(names[3], variant))
+        rec.record(names[4], units[4], (after - before) / 1024 / max(1, len(done)),
+                   better="lower", **_limit(names[4], variant))
     del w
     want = data.copy()
     for k in range(len(done)):
         want[_tile(writes[k], n)] = new_tiles[k]
-    check_equal(system.open(loc, "a").read(Ellipsis), want, f"{names[2]} (read back)")
+    check_equal(system.open(loc, "a").read(Ellipsis), want, f"{names[3]} (read back)")

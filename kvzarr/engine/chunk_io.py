@@ -114,6 +114,8 @@ class ChunkIO:
             with self.store.transaction(write=False):
                 for p in parts:
                     self._read_part(p, out)
+                if not whole:       # parts of shards only (a tile): nothing more to fetch
+                    return out.reshape(indexer.shape)
                 keys = [self.key(p.chunk_coords) for p in whole]
                 if self.store.streams_values:
                     self._decode_streamed(whole, keys, out)

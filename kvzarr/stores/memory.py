@@ -4,6 +4,11 @@ Transactions are atomic and isolated between threads: a write transaction holds 
 store's lock and keeps its writes in an overlay that is applied on commit and dropped on
 abort; a read transaction holds the lock too, so it never sees half a commit. Nothing
 survives the process.
+
+Change counter: a count of commits, bumped under the lock by every write transaction
+that wrote anything and by every write outside one, BEFORE the new values are put in
+place, so a reader that finds the count unchanged has seen none of them. Every write
+path must go through :meth:`MemoryStore._bump` first.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ class MemoryStore(Store):
         super().__init__(read_only=read_only)
         self._data: SortedDict = SortedDict()
         self._lock = threading.RLock()
+        self._commits = 0   # the change counter
 
     # The overlay of this thread's write transaction, or None.
     def _overlay(self) -> dict[str, Any] | None:
@@ -38,9 +44,20 @@ class MemoryStore(Store):
         self._lock.acquire()
         return {} if write else None
 
+    def _bump(self) -> None:
+        """Count a commit; called under the lock before its values are put in place."""
+        self._commits += 1
+
+    def _change_counter(self) -> int:
+        # A read transaction holds the lock (nothing commits meanwhile); a write
+        # transaction that wrote something commits as exactly one more.
+        overlay = self._overlay()
+        return self._commits + 1 if overlay else self._commits
+
     def _commit(self, handle: Any) -> None:
         try:
             if handle:
+                self._bump()
                 for key, value in handle.items():
                     if value is DELETED:
                         self._data.pop(key, None)
@@ -69,6 +86,7 @@ class MemoryStore(Store):
             overlay[key] = value
         else:
             with self._lock:
+                self._bump()
                 self._data[key] = value
 
     def _set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
@@ -81,6 +99,7 @@ class MemoryStore(Store):
             overlay[key] = DELETED
         else:
             with self._lock:
+                self._bump()
                 self._data.pop(key, None)
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:

@@ -22,6 +22,10 @@ Promises:
   from its start, and ``capabilities.partial_reads`` is false.
 * Cost: each commit rewrites the archive, O(archive size). Batch writes (``set_many``,
   a transaction) so that many keys cost one rewrite.
+* ``change_counter()`` names the archive a read sees: every archive this handle loads
+  or writes gets the next number of a per-handle sequence (so an inode the filesystem
+  reuses for a later archive can never bring an old number back: the handle holds the
+  archive it last loaded open, and a different file at the path is a new load).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from __future__ import annotations
 import bisect
 import errno
 import fcntl
+import itertools
 import os
 import threading
 import time
@@ -74,6 +79,8 @@ class _Archive(ArchiveFile):
         self.keys = sorted(members)
         self.foreign = foreign     # members whose names are not valid keys: kept, not shown
         self.comment = comment
+        #: this archive's number in its store handle's sequence (the change counter)
+        self.seq = 0
 
     def read_range(self, m: Member, request: ByteRequest) -> bytes:
         start, end = _resolve(request, m.size)
@@ -115,6 +122,7 @@ class ZipStore(Store):
         self._cleaned = False
         self._archive: _Archive | None = None
         self._commits = 0                    # archives written by this handle (for tests)
+        self._seqs = itertools.count(1)      # numbers of the archives (change counter)
         if read_only:
             if not self.path.is_file():
                 raise StoreError("no zip archive to open read-only", path=str(self.path))
@@ -131,6 +139,7 @@ class ZipStore(Store):
             try:
                 if not self.path.exists():
                     self._archive = self._write([], _Archive(None, {}, [], b"", str(self.path)))
+                    self._archive.seq = next(self._seqs)
             finally:
                 self._release()
         self._fresh()
@@ -150,7 +159,9 @@ class ZipStore(Store):
         with self._load_lock:
             archive = self._archive
             if archive is None or archive.ident != ident:
-                archive = self._archive = _load(self.path)
+                archive = _load(self.path)
+                archive.seq = next(self._seqs)
+                self._archive = archive
             return archive
 
     def _check_fork(self) -> None:
@@ -269,9 +280,24 @@ class ZipStore(Store):
         try:
             plan = _plan(handle.archive, handle.writes)
             if plan is not None:
-                self._archive = self._write(plan, handle.archive)
+                archive = self._write(plan, handle.archive)
+                archive.seq = handle.seq if handle.seq else next(self._seqs)
+                self._archive = archive
         finally:
             self._release()
+
+    def _change_counter(self) -> int:
+        """The number of the archive this thread reads (see the module docstring); in a
+        write transaction that changes something, the number its new archive will get
+        (reserved now, so no other archive can take it)."""
+        txn = self._current_transaction()
+        if txn is None:
+            return self._fresh().seq
+        if txn.writes is None or not _changes(txn.archive, txn.writes):
+            return txn.archive.seq
+        if not txn.seq:
+            txn.seq = next(self._seqs)
+        return txn.seq
 
     def _abort(self, handle: Any) -> None:
         if handle.writes is not None:
@@ -413,6 +439,8 @@ class ZipStore(Store):
 class _Txn:
     archive: _Archive
     writes: dict[str, Any] | None        # None in a read transaction
+    #: the number reserved for the archive this transaction writes (0: none yet)
+    seq: int = 0
 
 
 # --- loading and planning archives -----------------------------------------------------
@@ -441,7 +469,7 @@ def _plan(old: _Archive, writes: dict[str, Any]
           ) -> list[tuple[str, Member | None, bytes | None]] | None:
     """The members of the next archive in name order: (name, old member to copy, new
     value); None when ``writes`` change nothing."""
-    if not any(v is not DELETED or k in old.members for k, v in writes.items()):
+    if not _changes(old, writes):
         return None
     entries: dict[str, tuple[str, Member | None, bytes | None]] = {
         m.name: (m.name, m, None) for m in old.foreign}
@@ -453,6 +481,11 @@ def _plan(old: _Archive, writes: dict[str, Any]
         else:
             entries[name] = (name, None, value)
     return [entries[name] for name in sorted(entries)]
+
+
+def _changes(old: _Archive, writes: dict[str, Any]) -> bool:
+    """Whether ``writes`` make a new archive (erasing only absent keys does not)."""
+    return any(v is not DELETED or k in old.members for k, v in writes.items())
 
 
 def _children(keys: list[str], lo: int, hi: int, prefix: str) -> Iterator[str]:

@@ -35,6 +35,7 @@ from ..stores.byteranges import OffsetRequest, RangeRequest, SuffixRequest
 from ..errors import (InvalidByteRangeError, InvalidKeyError, ReadOnlyError,
                       UnsupportedOperationError)
 from ..stores.base import Store
+from ..transformers.base import stack_layers
 
 #: Keys every store must refuse with InvalidKeyError.
 BAD_KEYS: list[Any] = [
@@ -372,7 +373,7 @@ class StoreConformance:
                 store.set_many([("s/a", b"new-a"), ("s/b", b"new-b")])
 
         def after_first_read(name: str) -> Any:
-            read = getattr(store, name)
+            read = getattr(bottom, name)
 
             def hooked(*args: Any, **kwargs: Any) -> Any:
                 out = read(*args, **kwargs)
@@ -384,9 +385,11 @@ class StoreConformance:
                 return out
             return hooked
 
+        # hooked where the reads happen: the store at the bottom of a transformer stack
+        bottom = stack_layers(store)[-1]
         for name in ("_get", "_get_range", "_get_ranges"):
-            if hasattr(store, name):
-                monkeypatch.setattr(store, name, after_first_read(name))
+            if hasattr(bottom, name):
+                monkeypatch.setattr(bottom, name, after_first_read(name))
         got = store.get_partial_values([("s/a", OffsetRequest(0)), ("s/b", None)])
         monkeypatch.undo()
         assert writers, "the first read did not go through a hooked method"
@@ -521,12 +524,17 @@ class StoreConformance:
         store.close()
         ro = self.reopen(store, read_only=True)
         if ro is None:
-            try:
-                ro = type(store)(read_only=True)       # type: ignore[call-arg]
-            except TypeError:
-                pytest.skip("no way to open this store read-only: override reopen()")
+            ro = self.new_read_only(store)
             data = {}
         return ro, data
+
+    def new_read_only(self, store: Store) -> Store:
+        """A new, empty, read-only store like ``store`` (for stores whose data does not
+        outlive the handle). A transformer stack's test overrides it."""
+        try:
+            return type(store)(read_only=True)       # type: ignore[call-arg]
+        except TypeError:
+            pytest.skip("no way to open this store read-only: override reopen()")
 
     @pytest.mark.parametrize("name", [name for name, _ in _write_ops()])
     def test_read_only_refuses_writes(self, store: Store, name: str) -> None:
@@ -687,3 +695,104 @@ class StoreConformance:
         with pytest.raises(InvalidKeyError):
             store.erase_values(["a/b", "/abs"])
         assert dump(store) == data
+
+    # -- change counter ----------------------------------------------------------------------
+
+    def other_writer(self, store: Store) -> Store:
+        """Another handle on the data of ``store`` (``store`` itself where its data lives
+        in its handle): the "someone else" who commits in the change counter tests."""
+        other = self.reopen(store, read_only=False)
+        return store if other is None else other
+
+    @staticmethod
+    def counter_of(store: Store) -> Any:
+        token = store.change_counter()
+        if token is None:
+            pytest.skip("store has no change counter")
+        hash(token)                              # a token is hashable
+        return token
+
+    def test_change_counter_stays_without_commits(self, store: Store) -> None:
+        self.populate(store)
+        token = self.counter_of(store)
+        store.get("a/b")
+        store.get_many(["c", "nope"])
+        store.get_partial_values([("e/f/g", RangeRequest(1, 9))])
+        list(store.list_dir("a/"))
+        with store.transaction(write=False):
+            assert store.change_counter() == token
+        assert store.change_counter() == token
+
+    def test_change_counter_moves_with_every_commit(self, store: Store) -> None:
+        self.populate(store)
+        seen = [self.counter_of(store)]
+        for write in (lambda: store.set("a/b", b"new"),
+                      lambda: store.set_many([("x/1", b"1"), ("x/2", b"2")]),
+                      lambda: store.erase("c"),
+                      lambda: store.erase_prefix("x/")):
+            write()
+            token = store.change_counter()
+            assert token not in seen
+            seen.append(token)
+
+    def test_change_counter_sees_another_handle_commit(self, store: Store) -> None:
+        self.populate(store)
+        other = self.other_writer(store)
+        token = self.counter_of(store)
+        thread = threading.Thread(target=lambda: other.set("a/b", b"from another handle"))
+        thread.start()
+        thread.join(30)
+        assert store.change_counter() != token
+        assert store.get("a/b") == b"from another handle"
+
+    def test_change_counter_names_the_read_snapshot(self, store: Store) -> None:
+        """Inside a read transaction the token stays that of its snapshot while another
+        handle commits; afterwards it moves on."""
+        self.require(store, "transactional")
+        self.populate(store)
+        other = self.other_writer(store)
+        with store.transaction(write=False):
+            token = self.counter_of(store)
+            before = store.get("a/b")
+            # a store whose readers block writers commits after the transaction ends
+            writer = threading.Thread(target=lambda: other.set("a/b", b"committed"))
+            writer.start()
+            writer.join(0.5)
+            assert store.change_counter() == token
+            assert store.get("a/b") == before
+        writer.join(30)
+        assert store.change_counter() != token
+        assert store.get("a/b") == b"committed"
+
+    def test_change_counter_of_a_write_transaction_is_its_commit(self, store: Store) -> None:
+        """In a write transaction: before any write, the token of the state it began
+        from; after writes, the token the store has once it commits."""
+        self.require(store, "transactional")
+        self.populate(store)
+        start = self.counter_of(store)
+        with store.transaction():
+            assert store.change_counter() == start
+            store.set("a/b", b"changed")
+            promised = store.change_counter()
+        assert promised != start
+        assert store.change_counter() == promised
+        with store.transaction():                # a transaction that writes nothing
+            empty = store.change_counter()
+        assert empty == promised == store.change_counter()
+
+    def test_change_counter_promise_is_kept_by_a_commit_that_changes_nothing(
+            self, store: Store) -> None:
+        """A write transaction that only erases a missing key changes no data; the token
+        it promised must still be the store's after it commits, and must not come back
+        for another handle's later commit."""
+        self.require(store, "transactional")
+        self.populate(store)
+        other = self.other_writer(store)
+        start = self.counter_of(store)
+        with store.transaction():
+            store.erase("not/there")
+            promised = store.change_counter()
+        assert store.change_counter() == promised
+        other.set("c", b"by another handle")
+        assert store.change_counter() not in (start, promised)
+

@@ -36,6 +36,10 @@ from ..stores.base import Capabilities, Store
 from ..stores.byteranges import ByteRequest
 
 
+class _Aborted(Exception):
+    """Handed to the base's transaction when one is aborted without an exception."""
+
+
 @dataclass(slots=True)
 class TransformerTxn:
     """The handle of a transformer's transaction: the base's transaction context, entered,
@@ -125,8 +129,12 @@ class Transformer(Store):
         handle.context.__exit__(None, None, None)
 
     def _abort(self, handle: TransformerTxn) -> None:
-        # (called from Store.transaction's except clause: the exception is current)
-        handle.context.__exit__(*sys.exc_info())
+        # Called while the exception that ends the transaction is current; a block left
+        # by an explicit __exit__ with an exception (an ExitStack closing) has none, and
+        # the base must abort all the same.
+        exc = sys.exc_info()
+        handle.context.__exit__(*(exc if exc[1] is not None else
+                                  (_Aborted, _Aborted("transaction aborted"), None)))
 
     # -- reads -----------------------------------------------------------------------------
 

@@ -39,6 +39,7 @@ import lmdb
 
 from ...errors import ReadOnlyError, StoreConfigError, StoreError, StoreFullError
 from ...runtime.process import current_pid
+from .meta import MetaPages
 
 try:
     import fcntl
@@ -175,6 +176,7 @@ class SharedEnv:
         self.data_file = os.path.join(path, "data.mdb") if subdir else path
         self.lock_file = os.path.join(path, "lock.mdb") if subdir else path + "-lock"
         self._map_lock_fd: int | None = None
+        self._meta: MetaPages | None = None
         self.refs = 0
         #: bumped on every (re)open; transactions remember it to detect a stale env
         self.generation = 0
@@ -209,6 +211,9 @@ class SharedEnv:
             except BaseException:
                 self.env.close()
                 raise
+            if self._meta is not None:
+                self._meta.close()   # the parent's map, after a fork
+            self._meta = MetaPages.open(self.data_file, self.psize, self.env)
         except lmdb.Error as e:
             raise _translate(e, path=self.path) from e
         self.pid = current_pid()
@@ -336,6 +341,17 @@ class SharedEnv:
         self.gate._active = active
         self._lock_fd = fd
 
+    def last_txnid(self) -> int:
+        """The id of the last committed transaction (stores/lmdb.md, "Change counter"):
+        from the meta pages, or from LMDB where they cannot be read directly."""
+        meta = self._meta
+        if meta is not None:
+            return meta.last_txnid()
+        try:
+            return self.env.info()["last_txnid"]
+        except lmdb.Error as e:
+            raise _translate(e, path=self.path) from e
+
     # -- transactions --------------------------------------------------------------------
 
     def begin(self, write: bool, buffers: bool = True) -> Any:
@@ -442,6 +458,9 @@ class SharedEnv:
             return
         self.env.close()
         self._close_lock_files()
+        if self._meta is not None:
+            self._meta.close()
+            self._meta = None
 
     def _close_lock_files(self) -> None:
         for name in ("_lock_fd", "_map_lock_fd"):

@@ -15,6 +15,11 @@ Promises (the spec says why each holds):
 * After ``fork()`` the child reopens the environment before its first operation.
 * Values returned are ``bytes`` copied inside the transaction; no zero-copy buffer
   escapes it. Byte ranges are cut from the memory map without copying the rest.
+* ``change_counter()`` is LMDB's transaction id: of the last commit outside a
+  transaction (read from the meta pages, meta.py), of the snapshot inside a read
+  transaction, and inside a write transaction the id it commits as once it has written
+  something (a commit that changed no page would keep the old id, so such a
+  transaction is made to change one; see :meth:`LMDBStore._change_counter`).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import lmdb
 from ..byteranges import ByteRequest, apply_byte_request
 from ...errors import ConflictError, KvzarrError, StoreConfigError, StoreError
 from ..base import Capabilities, Store
+from ...runtime import process as _process
 from ...runtime.process import current_pid
 from . import env as _env
 from . import keymap
@@ -45,7 +51,8 @@ _Op = Callable[[Any, Any], Any]
 class _Txn:
     """The handle ``_begin`` returns: the py-lmdb transaction and, for a write, the log
     of its writes (replayed if the map has to grow)."""
-    __slots__ = ("shared", "txn", "write", "generation", "pid", "txn_id", "log", "log_bytes")
+    __slots__ = ("shared", "txn", "write", "generation", "pid", "txn_id", "log", "log_bytes",
+                 "advance", "put")
 
     def __init__(self, shared: SharedEnv, txn: Any, write: bool) -> None:
         self.shared = shared
@@ -56,6 +63,10 @@ class _Txn:
         self.txn_id = txn.id() if write else 0
         self.log: list[tuple[_Op, Any]] = []
         self.log_bytes = 0
+        #: a change counter was handed out that promises this commit a new id
+        self.advance = False
+        #: a value was put (which always changes a page; erases may change none)
+        self.put = False
 
 
 def _copy(value: Any) -> bytes:
@@ -180,6 +191,8 @@ class LMDBStore(Store):
                     txn = h.txn
             h.log.append((op, arg))
             h.log_bytes += size
+            if size:
+                h.put = True
         except KvzarrError:
             raise
         except _BACKEND_ERRORS as e:
@@ -245,6 +258,8 @@ class LMDBStore(Store):
             self._finish(h, commit=False)
             return
         try:
+            if h.advance and not h.put:
+                self._touch(h)
             while True:
                 try:
                     self._finish(h, commit=True)
@@ -270,6 +285,45 @@ class LMDBStore(Store):
             h.log = []
             if h.write:
                 h.shared.release_writer()
+
+    def _touch(self, h: _Txn) -> None:
+        """Make ``h`` change a page, so that committing it moves the transaction id
+        (LMDB commits a transaction that changed no page, e.g. one that only erased
+        missing keys, without a new id). Logged, so a replay after map growth has it."""
+        txn = self._live(h)
+        while True:
+            try:
+                _touch(txn, None)
+                break
+            except lmdb.MapFullError:
+                self._regrow(h, 4096)
+                txn = h.txn
+        h.log.append((_touch, None))
+
+    def _change_counter(self) -> int:
+        """The LMDB transaction id this thread's reads see or its commit will have.
+
+        Outside a transaction the last committed id (never behind what a read begun now
+        sees; see meta.py); in a read transaction its snapshot's id; in a write
+        transaction that has written nothing the last committed id (the state it started
+        from, unchanged by a commit), else its own id, which its commit is then made to
+        take even if no page changed (:meth:`_touch`)."""
+        h = self._txn_state.handle
+        if h is None:
+            shared = self._shared
+            meta = shared._meta
+            if meta is not None and not self._closed and shared.pid == _process._pid:
+                return meta.last_txnid()     # the hot path of a cache hit
+            return self._env().last_txnid()
+        if not h.write:
+            try:
+                return self._live(h).id()
+            except _BACKEND_ERRORS as e:
+                raise _translate(e, path=self.path) from e
+        if not h.log:
+            return h.txn_id - 1
+        h.advance = True
+        return h.txn_id
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -394,6 +448,15 @@ class LMDBStore(Store):
 
 def _put(txn: Any, arg: tuple[bytes, bytes]) -> None:
     keymap.put(txn, arg[0], arg[1])
+
+
+#: a key no kvzarr key can be (keys hold no NUL): put and deleted again by _touch
+_TOUCH_KEY = b"\x00kvzarr-commit"
+
+
+def _touch(txn: Any, arg: None) -> None:
+    txn.put(_TOUCH_KEY, b"")
+    txn.delete(_TOUCH_KEY)
 
 
 def _delete_many(txn: Any, keys: list[bytes]) -> None:

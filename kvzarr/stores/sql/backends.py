@@ -44,6 +44,7 @@ from sqlalchemy.pool import QueuePool
 
 from ...errors import (ConflictError, KvzarrError, ReadOnlyError, StoreConfigError, StoreError,
                        StoreFullError, UnsupportedOperationError)
+from .counter import PostgresCounter
 
 # SQLite primary result codes (https://sqlite.org/rescode.html)
 _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 5, 6, 8
@@ -114,11 +115,17 @@ def translate(exc: BaseException, *, key: str | None = None, path: str | None = 
 
 
 class Txn:
-    """The handle of an open transaction: a pooled connection and its cursor."""
-    __slots__ = ("conn", "cur", "write")
+    """The handle of an open transaction: a pooled connection and its cursor, and what
+    the change counter (counter.py) keeps per transaction: whether the store wrote in
+    it, the token of its snapshot (a write transaction: of the state it began from), and
+    the token promised to its commit."""
+    __slots__ = ("conn", "cur", "write", "dirty", "counter", "promised")
 
-    def __init__(self, conn: Any, cur: Any, write: bool) -> None:
+    def __init__(self, conn: Any, cur: Any, write: bool, counter: Any = None) -> None:
         self.conn, self.cur, self.write = conn, cur, write
+        self.dirty = False
+        self.counter = counter
+        self.promised: Any = None
 
 
 class Backend:
@@ -205,12 +212,20 @@ class Backend:
 
     # -- transactions --------------------------------------------------------------------
 
-    def begin(self, write: bool) -> Txn:
+    def begin(self, write: bool, read_counter: bool = False) -> Txn:
+        """A transaction on a connection of its own. ``read_counter`` (PostgreSQL, a
+        read transaction): read the change counter in the snapshot, in the round trip
+        of ``BEGIN``."""
         conn = self.acquire()
+        counter = None
         try:
             cur = conn.cursor()
             if write:
-                self._retry(lambda: self._begin_write(cur), cur, "starting a write transaction")
+                counter = self._retry(lambda: self._begin_write(cur), cur,
+                                      "starting a write transaction")
+            elif read_counter and self.counter is not None:
+                cur.execute(f"{self.begin_read_sql}; {self.counter.read_sql}")
+                counter = self.counter.parse(self._last_row(cur))
             else:
                 cur.execute(self.begin_read_sql)
         except BaseException as e:
@@ -218,20 +233,31 @@ class Backend:
             if isinstance(e, self.errors):
                 raise translate(e, path=self.display, during="starting a transaction") from e
             raise
-        return Txn(conn, cur, write)
+        return Txn(conn, cur, write, counter)
 
-    def commit(self, txn: Txn) -> None:
+    def commit(self, txn: Txn, after: Callable[[Any], None] | None = None) -> None:
+        """Commit ``txn``; ``after(cursor)`` runs on its connection once the commit is
+        done, before the connection serves anyone else."""
         try:
             if self.commit_may_wait and txn.write:  # ending a read never waits
                 self._retry(lambda: txn.cur.execute("COMMIT"), None, "committing")
             else:
-                txn.cur.execute("COMMIT")
+                self._commit_statement(txn)
         except BaseException as e:
             self.rollback(txn)
             if isinstance(e, self.errors):
                 raise translate(e, path=self.display, during="committing") from e
             raise
+        if after is not None:
+            try:
+                after(txn.cur)
+            except self.errors:
+                self._discard(txn.conn)
+                return
         self.release(txn.conn)
+
+    def _commit_statement(self, txn: Txn) -> None:
+        txn.cur.execute("COMMIT")
 
     def rollback(self, txn: Txn) -> None:
         try:
@@ -257,13 +283,13 @@ class Backend:
         except self.errors:
             conn.invalidate()
 
-    def _retry(self, attempt: Callable[[], None], cur: Any, during: str) -> None:
-        """Run ``attempt`` until it succeeds; on a lock conflict back off exponentially
-        and try again, ``retries`` times, then raise :class:`ConflictError`."""
+    def _retry(self, attempt: Callable[[], Any], cur: Any, during: str) -> Any:
+        """Run ``attempt`` until it succeeds (returning what it returns); on a lock
+        conflict back off exponentially and try again, ``retries`` times, then raise
+        :class:`ConflictError`."""
         for n in range(self.retries + 1):
             try:
-                attempt()
-                return
+                return attempt()
             except self.errors as e:
                 err = translate(e, path=self.display, during=during, attempts=n + 1)
                 if cur is not None:
@@ -279,8 +305,23 @@ class Backend:
     #: (SQLite with a rollback journal; a failed PostgreSQL COMMIT has already rolled back)
     commit_may_wait = False
 
-    def _begin_write(self, cur: Any) -> None:
+    def _begin_write(self, cur: Any) -> Any:
+        """Begin a write transaction holding the store's write lock; return the change
+        counter of the state it begins from where the backend reads it here (else None)."""
         raise NotImplementedError
+
+    #: the change counter's SQL (counter.py), where the backend counts in a table
+    counter: PostgresCounter | None = None
+
+    def _last_row(self, cur: Any) -> Any:
+        """The first row of the last result of a multi-statement execute (psycopg2 keeps
+        only the last result; psycopg 3 steps through them with ``nextset``)."""
+        try:
+            while cur.nextset():
+                pass
+        except self.errors:
+            pass                     # psycopg2: nextset is not supported
+        return cur.fetchone()
 
     def set_table(self, table: str) -> None:
         """Called once the store's table is known."""
@@ -405,10 +446,25 @@ class PostgresBackend(Backend):
     def set_table(self, table: str) -> None:
         self.lock_id = advisory_lock_id(table)
 
-    def _begin_write(self, cur: Any) -> None:
+    def _begin_write(self, cur: Any) -> int | None:
         ms = max(1, int(self.busy_timeout * 1000))
-        cur.execute(f"BEGIN; SET LOCAL lock_timeout = {ms}; "
-                    f"SELECT pg_advisory_xact_lock({self.lock_id})")
+        sql = (f"BEGIN; SET LOCAL lock_timeout = {ms}; "
+               f"SELECT pg_advisory_xact_lock({self.lock_id})")
+        counter = self.counter
+        if counter is None:
+            cur.execute(sql)
+            return None
+        # the change counter, read under the lock in the same round trip
+        cur.execute(f"{sql}; {counter.read_sql}")
+        return counter.parse(self._last_row(cur))
+
+    def _commit_statement(self, txn: Txn) -> None:
+        counter = self.counter
+        if not txn.write or counter is None or txn.counter is None:
+            txn.cur.execute("COMMIT")
+            return
+        # the change counter, written in the round trip of the COMMIT (counter.py)
+        txn.cur.execute(counter.commit_sql(txn.counter + 1, txn.dirty))
 
     def lock_in_sa(self, conn: sa.Connection, table: str) -> None:
         conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({advisory_lock_id(table)})")

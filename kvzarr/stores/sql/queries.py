@@ -65,6 +65,8 @@ class Queries:
         self.upsert = q(f"INSERT INTO {t} (k, v) VALUES (?, ?) "
                         f"ON CONFLICT (k) DO UPDATE SET v = excluded.v")
         self.delete = q(f"DELETE FROM {t} WHERE k = ?")
+        #: reads the table, returns nothing: starts a read transaction's snapshot
+        self.pin = f"SELECT 1 FROM {t} WHERE 0"
         self.delete_range = q(f"DELETE FROM {t} WHERE k >= ? AND k < ?")
         self.delete_from = q(f"DELETE FROM {t} WHERE k >= ?")
         self._t = t

@@ -19,6 +19,9 @@ on ``table(k TEXT PRIMARY KEY, v BLOB)``. Promises, per process and across proce
   spliced by the database, inside one write transaction.
 * Thread-safe: each thread's transaction has its own connection; connections are kept
   between operations, so a single operation is one statement.
+* ``change_counter()``: on SQLite in WAL mode the wal-index header, on PostgreSQL a
+  count in the ``T_info`` table that every write transaction moves on (counter.py);
+  None for SQLite files in rollback-journal mode and the legacy layouts on PostgreSQL.
 
 Hot paths run on the raw DBAPI connection (SQLAlchemy supplies the URL handling, the
 connection pool and the events that configure each connection): per-row SQLAlchemy Core
@@ -29,7 +32,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from itertools import chain
 from typing import Any
@@ -38,8 +41,9 @@ from ..byteranges import ByteRequest
 from ..base import Capabilities, Store
 from ..keys import check_key, prefix_successor
 from .backends import Backend, Txn, open_backend, translate
+from .counter import PostgresCounter, SQLiteCounter
 from .queries import MAX_RANGES, Queries
-from .schema import Layout, open_layout
+from .schema import KVZARR, Layout, open_layout
 
 #: keys fetched per query by lazy listings, and the most ``list_dir`` reads at once
 _PAGE = 1000
@@ -84,6 +88,14 @@ class SQLStore(Store):
         #: the driver hands values over as bytes (sqlite3 does; psycopg a buffer)
         self._bytes_native = self._backend.name == "sqlite"
         self._errors = self._backend.errors
+        #: SQLite's change counter, set up on the first change_counter() (a cache's)
+        self._sqlite_counter: SQLiteCounter | None = None
+        #: change_counter() was asked for: read transactions name their snapshot as
+        #: they begin (a cache asks once per read transaction)
+        self._counting = False
+        if self._backend.name == "postgresql" and self.layout.kind == KVZARR:
+            # always on: another process's cache relies on every commit counting
+            self._backend.counter = PostgresCounter(self.layout.table)
 
     @property
     def engine(self) -> Any:
@@ -97,10 +109,73 @@ class SQLStore(Store):
     # -- transactions --------------------------------------------------------------------
 
     def _begin(self, write: bool) -> Txn:
-        return self._backend.begin(write)
+        # counters in use on PostgreSQL: the snapshot's count comes with its BEGIN
+        txn = self._backend.begin(write, read_counter=self._counting)
+        counter = self._sqlite_counter
+        if not write and counter is not None and counter.supported:
+            # counters in use: name the snapshot now, before anything reads it
+            try:
+                txn.counter = counter.pin(txn.cur, self._q.pin)
+            except BaseException as e:
+                self._backend.rollback(txn)
+                if isinstance(e, self._errors):
+                    raise translate(e, path=self._backend.display) from e
+                raise
+        return txn
 
     def _commit(self, handle: Txn) -> None:
-        self._backend.commit(handle)
+        counter = self._sqlite_counter
+        if handle.promised is None or counter is None:
+            self._backend.commit(handle)
+            return
+        # a change counter was promised for this commit: name the header it leaves
+        try:
+            version = counter.data_version(handle.cur)
+        except BaseException as e:
+            self._backend.rollback(handle)
+            if isinstance(e, self._errors):
+                raise translate(e, path=self._backend.display) from e
+            raise
+        promised = handle.promised
+        self._backend.commit(handle, after=lambda cur: counter.after_commit(
+            cur, promised, version))
+
+    def _change_counter(self) -> Hashable | None:
+        """See counter.py: the token of the latest commit, of this thread's read
+        transaction's snapshot, or promised to its write transaction's commit."""
+        txn = self._txn_state.handle
+        counter = self._sqlite_counter
+        if txn is None and counter is not None:
+            return counter.latest()       # the hot path of a cache hit
+        backend = self._backend
+        if backend.name == "postgresql":
+            pg = backend.counter
+            if pg is None:
+                return None
+            self._counting = True
+            if txn is None:
+                return pg.parse(self._fetch_one(pg.read_sql, ()))
+            if txn.write:
+                return None if txn.counter is None else txn.counter + (1 if txn.dirty else 0)
+            if txn.counter is None:     # inside the snapshot, once per transaction
+                txn.counter = pg.parse(self._fetch_one(pg.read_sql, ()))
+            return txn.counter
+        if counter is None:
+            counter = self._sqlite_counter = SQLiteCounter(backend)
+        try:
+            if txn is None:
+                token = counter.latest()
+            elif not txn.write:
+                token = txn.counter     # pinned at BEGIN (None: begun before counting)
+            elif not txn.dirty:
+                token = counter.before_write()
+            else:
+                if txn.promised is None:
+                    txn.promised = counter.new_name()
+                token = txn.promised
+        except self._errors as e:
+            raise translate(e, path=backend.display) from e
+        return token if counter.supported else None
 
     def _abort(self, handle: Txn) -> None:
         self._backend.rollback(handle)
@@ -156,12 +231,14 @@ class SQLStore(Store):
         the block ends."""
         txn = self._current_transaction()
         if txn is not None:
+            txn.dirty = True
             try:
                 yield txn.cur
             except self._errors as e:
                 raise translate(e, key=key, path=self._backend.display) from e
             return
         txn = self._backend.begin(write=True)
+        txn.dirty = True
         try:
             yield txn.cur
         except BaseException as e:
@@ -363,7 +440,12 @@ class SQLStore(Store):
     # -- lifecycle -----------------------------------------------------------------------
 
     def _close(self) -> None:
+        counter = self._sqlite_counter
+        if counter is not None:
+            counter.close_keeper()
         self._backend.dispose()
+        if counter is not None:
+            counter.close()       # its map only once every connection is closed
 
     def __repr__(self) -> str:
         ro = ", read_only=True" if self.read_only else ""
