@@ -57,6 +57,14 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
        "WAL synced at checkpoints only", "-normal", {"synchronous": "NORMAL"}),
     _k("zip", "kvzarr ZipStore, fsync=False", "raw-files", "archive rewritten, no fsync",
        "-nofsync", {"fsync": False}),
+    # the checksum transformer (CRC-32C per block, verified on every read) on the stores
+    # with transactions, against the same store without it in the same run
+    _k("lmdb", "kvzarr LMDBStore + checksum", "raw-lmdb",
+       "transactional, fsync per commit; records in the value's transaction", "-checksum",
+       transformers=["checksum"]),
+    _k("sql", "kvzarr SQLStore (SQLite) + checksum", "raw-sqlite",
+       "transactional, WAL, synchronous=FULL; records in the value's transaction",
+       "-checksum", transformers=["checksum"]),
     SystemInfo("zarr3-local", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",
                "zarr-python 3 LocalStore", "atomic per key, no fsync", {"store": "local"}),
     SystemInfo("zarr3-zip", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",

@@ -6,7 +6,7 @@ A record protects one value. It is binary, little-endian and checks itself::
     0       4     magic  b"KVCR"
     4       1     format version (1)
     5       1     log2 of the block size
-    6       1     number of states, 1 to 3 (1: final; more: a write was under way)
+    6       1     number of states, 1 or 2 (1: final; 2: a write was under way)
     7       1     reserved, 0
     8       ...   the states, one after another:
                     u64  length of the value in bytes, or 2**64-1 "absent",
@@ -53,7 +53,7 @@ _TRAILER = 4
 #: length markers of the states that hold no checksums
 _ABSENT = (1 << 64) - 1
 _UNPROTECTED = (1 << 64) - 2
-MAX_STATES = 3
+MAX_STATES = 2
 
 #: the block sizes a record can describe (powers of two); the transformer's own limits
 #: are narrower (see Checksum)

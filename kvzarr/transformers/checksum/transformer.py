@@ -89,7 +89,7 @@ class Checksum(Transformer):
         self.block_size = block_size
         self.missing = missing
         self._stats = dict.fromkeys(
-            ("values_verified", "ranges_verified", "bytes_verified", "mismatches",
+            ("values_verified", "range_reads_verified", "bytes_verified", "mismatches",
              "record_errors", "unprotected_reads", "records_written", "rereads"), 0)
         self._stats_lock = threading.Lock()
         self._transactional = False
@@ -111,8 +111,8 @@ class Checksum(Transformer):
         return {"block_size": self.block_size, "missing": self.missing}
 
     def stats(self) -> dict[str, int]:
-        """``values_verified`` / ``ranges_verified``: whole values and byte ranges read and
-        verified; ``bytes_verified``: bytes checksummed by reads; ``mismatches`` and
+        """``values_verified``: whole values read and verified; ``range_reads_verified``:
+        keys read in part (all the ranges of a key in one call count once); ``bytes_verified``: bytes checksummed by reads; ``mismatches`` and
         ``record_errors``: failed checks; ``unprotected_reads``: values read without a
         record; ``records_written``; ``rereads``: extra reads on a
         store without transactions while a writer changed the key."""
@@ -235,7 +235,7 @@ class Checksum(Transformer):
                   if r.outcome is not None and r.outcome is not UNPROTECTED_VALUE]
         unprotected = [k for k, r in reads.items() if r.outcome is UNPROTECTED_VALUE]
         good = [r for r in reads.values() if r.outcome is None and r.nbytes >= 0]
-        self._count(**{"ranges_verified" if ranges else "values_verified": len(good)},
+        self._count(**{"range_reads_verified" if ranges else "values_verified": len(good)},
                     bytes_verified=sum(r.nbytes for r in good),
                     mismatches=sum(type(e) is ChecksumMismatchError for e in failed),
                     record_errors=sum(type(e) is ChecksumRecordError for e in failed),
@@ -298,12 +298,20 @@ class Checksum(Transformer):
             yield from enumerate(self.get_many_views(checked))
             return
         found = self._records(list(dict.fromkeys(checked)))
-        for i, value in self.base.iter_values(checked):
-            if value is not None:
-                key = checked[i]
-                self._settle({key: Read(value, self._outcome(key, found.get(key), value),
-                                         len(value), ())})
-            yield i, value
+        count = nbytes = 0
+        try:
+            for i, value in self.base.iter_values(checked):
+                if value is not None:
+                    key = checked[i]
+                    outcome = self._outcome(key, found.get(key), value)
+                    if outcome is not None:      # raises, or warns of an unprotected one
+                        self._settle({key: Read(value, outcome, len(value), ())})
+                    else:
+                        count += 1
+                        nbytes += len(value)
+                yield i, value
+        finally:
+            self._count(values_verified=count, bytes_verified=nbytes)
 
     def _get_values(self, keys: list[str], views: bool) -> list[Any]:
         if not keys:
