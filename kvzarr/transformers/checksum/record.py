@@ -217,11 +217,13 @@ def decode(raw: Any) -> Record:
 @dataclass(frozen=True, slots=True)
 class Mismatch:
     """Why bytes failed their checksums: a block whose checksum differs (``block``,
-    ``stored``, ``computed``), or a length that differs from the record's."""
+    ``stored``, ``computed``; ``end``: where the block ends in the value), or a length
+    that differs from the record's."""
     block: int | None
     stored: int | None
     computed: int | None
     detail: str
+    end: int | None = None
 
 
 def first_bad_block(state: State, data: Any, block_size: int, first: int = 0
@@ -231,9 +233,10 @@ def first_bad_block(state: State, data: Any, block_size: int, first: int = 0
     view = memoryview(data).cast("B")
     blocks = state.blocks
     for j, at in enumerate(range(0, len(view), block_size), first):
-        got = crc32c(view[at:at + block_size])
+        block = view[at:at + block_size]
+        got = crc32c(block)
         if got != blocks[j]:
-            return Mismatch(j, blocks[j], got, "")
+            return Mismatch(j, blocks[j], got, "", j * block_size + len(block))
     return None
 
 

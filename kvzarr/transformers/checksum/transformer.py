@@ -193,9 +193,9 @@ class Checksum(Transformer):
                 text += f"; stored crc32c {m.stored:08x}, computed {m.computed:08x}"
         else:
             start = m.block * block_size
-            text = (f"checksum mismatch in block {m.block} (bytes {start}-"
-                    f"{start + block_size - 1}): stored crc32c {m.stored:08x}, computed "
-                    f"{m.computed:08x}")
+            end = start + block_size if m.end is None else m.end
+            text = (f"checksum mismatch in block {m.block} (bytes {start}-{end - 1}): "
+                    f"stored crc32c {m.stored:08x}, computed {m.computed:08x}")
         return ChecksumMismatchError(
             text, key=key, block=m.block, stored=m.stored, computed=m.computed,
             hint="the value changed after its checksum record was written: damaged "
