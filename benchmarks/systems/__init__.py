@@ -65,6 +65,14 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
     _k("sql", "kvzarr SQLStore (SQLite) + checksum", "raw-sqlite",
        "transactional, WAL, synchronous=FULL; records in the value's transaction",
        "-checksum", transformers=["checksum"]),
+    # the same with other block sizes, to choose the default by measurement
+    # (--systems checksum-blocks; see kvzarr/transformers/checksum/__init__.py)
+    *[_k(store, f"kvzarr {what} + checksum, {size >> 10} KiB blocks", limit, durability,
+         f"-checksum-{size >> 10}k", transformers=[{"name": "checksum", "block_size": size}])
+      for size in (4 << 10, 16 << 10, 256 << 10, 1 << 20)
+      for store, what, limit, durability in (
+          ("lmdb", "LMDBStore", "raw-lmdb", "transactional, fsync per commit"),
+          ("sql", "SQLStore (SQLite)", "raw-sqlite", "transactional, WAL, synchronous=FULL"))],
     SystemInfo("zarr3-local", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",
                "zarr-python 3 LocalStore", "atomic per key, no fsync", {"store": "local"}),
     SystemInfo("zarr3-zip", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",
@@ -116,6 +124,8 @@ GROUPS = {
     "zarr3": [n for n in SYSTEMS if n.startswith("zarr3-")],
     "zarr2": [n for n in SYSTEMS if n.startswith("zarr2-")],
     "tensorstore": [n for n in SYSTEMS if n.startswith("ts-")],
+    "checksum-blocks": ["kvzarr-lmdb", "kvzarr-sql", "kvzarr-lmdb-checksum",
+                        "kvzarr-sql-checksum"] + [n for n in SYSTEMS if "-checksum-" in n],
 }
 
 

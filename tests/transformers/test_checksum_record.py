@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from kvzarr.transformers.checksum import record as rec
 from kvzarr.transformers.checksum.record import (STATE_ABSENT, STATE_UNPROTECTED,
                                                  RecordFormatError)
-from kvzarr.transformers.checksum.transformer import _appended
+from kvzarr.transformers.checksum.writes import _appended
 
 block_sizes = st.sampled_from([16, 32, 64, 256, 4096])
 values = st.binary(max_size=3000)

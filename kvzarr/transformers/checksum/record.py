@@ -37,7 +37,7 @@ import sys
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import crc32c as _crc32c
 
@@ -74,10 +74,10 @@ class RecordFormatError(ValueError):
 PRESENT, ABSENT, UNPROTECTED = "present", "absent", "unprotected"
 
 
-@dataclass(frozen=True, slots=True)
-class State:
+class State(NamedTuple):
     """One content a value may have: ``PRESENT`` with its length and checksums, ``ABSENT``
-    (no value) or ``UNPROTECTED`` (a value nobody computed checksums for)."""
+    (no value) or ``UNPROTECTED`` (a value nobody computed checksums for). (A named
+    tuple: a read decodes one per value, and a frozen dataclass costs twice as much.)"""
     kind: str
     length: int = 0
     whole: int = 0
@@ -116,8 +116,7 @@ def state_of(data: Any, block_size: int) -> State:
 
 # --- the record -------------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(NamedTuple):
     """A decoded record. ``raw`` is the stored bytes (readers compare it to tell whether
     a record changed between two reads)."""
     block_size: int
@@ -166,14 +165,17 @@ def encode(block_size: int, states: Sequence[State]) -> bytes:
 
 def decode(raw: Any) -> Record:
     """Parse and check a record; :class:`RecordFormatError` says what is wrong."""
-    raw = bytes(raw)
-    if len(raw) < _HEADER.size + _STATE.size + _TRAILER:
-        raise RecordFormatError(f"the record is {len(raw)} bytes, too short to be one")
+    if type(raw) is not bytes:
+        raw = bytes(raw)
+    size = len(raw)
+    if size < _HEADER.size + _STATE.size + _TRAILER:
+        raise RecordFormatError(f"the record is {size} bytes, too short to be one")
     magic, version, log2, count, reserved = _HEADER.unpack_from(raw)
-    stored = int.from_bytes(raw[-_TRAILER:], "little")
-    computed = crc32c(memoryview(raw)[:-_TRAILER])
     if magic != MAGIC:
         raise RecordFormatError(f"the record does not start with {MAGIC!r}")
+    end = size - _TRAILER
+    stored = int.from_bytes(raw[end:], "little")
+    computed = crc32c(memoryview(raw)[:end])
     if stored != computed:
         raise RecordFormatError(f"the record's own checksum fails (stored {stored:08x}, "
                                 f"computed {computed:08x})")
@@ -184,26 +186,22 @@ def decode(raw: Any) -> Record:
         raise RecordFormatError("the record's header holds impossible values")
     block_size = 1 << log2
     states = []
-    at, end = _HEADER.size, len(raw) - _TRAILER
+    at = _HEADER.size
     for _ in range(count):
         if at + _STATE.size > end:
             raise RecordFormatError("the record ends inside a state")
         length, whole = _STATE.unpack_from(raw, at)
         at += _STATE.size
-        if length == _ABSENT:
-            states.append(STATE_ABSENT)
+        if length >= _UNPROTECTED:
+            states.append(STATE_ABSENT if length == _ABSENT else STATE_UNPROTECTED)
             continue
-        if length == _UNPROTECTED:
-            states.append(STATE_UNPROTECTED)
-            continue
-        n = nblocks(length, block_size)
-        if at + 4 * n > end:
+        stop = at + 4 * -(-length // block_size)
+        if stop > end:
             raise RecordFormatError("the record ends inside its block checksums")
-        blocks = array("I")
-        blocks.frombytes(raw[at:at + 4 * n])
+        blocks = array("I", raw[at:stop])
         if _SWAP:
             blocks.byteswap()
-        at += 4 * n
+        at = stop
         states.append(State(PRESENT, length, whole, blocks))
     if at != end:
         raise RecordFormatError("the record has bytes after its last state")

@@ -33,6 +33,7 @@ from typing import Any
 from ...errors import ReadOnlyError
 from . import record as rec
 from .record import ABSENT, UNPROTECTED, Mismatch, Record
+from .checks import decode_found, mismatch_error, record_error
 from .rereads import RECORD_PREFIX, Read
 
 #: (``ck`` below is the Checksum transformer being scrubbed; not imported here, since
@@ -186,7 +187,7 @@ def _batch(ck: Any, keys: list[str], repair: bool, report: VerifyReport,
 
 def _examine_snapshot(ck: Any, keys: list[str], repair: bool) -> list[_Key]:
     """Records and values of ``keys`` read in the open transaction."""
-    out = [_Key(k, ck._decode(raw)) for k, raw in
+    out = [_Key(k, decode_found(raw)) for k, raw in
            zip(keys, ck.base.get_many([RECORD_PREFIX + k for k in keys]))]
     seen = set()
     for i, value in ck.base.iter_values(keys):
@@ -226,7 +227,7 @@ def _classify(ck: Any, item: _Key, value: Any, repair: bool) -> None:
         if found is None:
             return                                  # gone since it was listed
         if bad_record:
-            item.finding = Finding("corrupt-record", key, ck._record_error(key, found).message)
+            item.finding = Finding("corrupt-record", key, record_error(key, found).message)
         elif not found.final and any(s.kind == ABSENT for s in found.states):
             item.finding = Finding("interrupted", key, "a write or erase did not finish; "
                                    "the value is absent, which its record allows")
@@ -242,7 +243,7 @@ def _classify(ck: Any, item: _Key, value: Any, repair: bool) -> None:
         item.fix = ck._encode([rec.state_of(value, ck.block_size)]) if repair else None
         return
     if bad_record:
-        item.finding = Finding("corrupt-record", key, ck._record_error(key, found).message)
+        item.finding = Finding("corrupt-record", key, record_error(key, found).message)
         return
     bs = found.block_size
     if found.final:
@@ -265,7 +266,7 @@ def _classify(ck: Any, item: _Key, value: Any, repair: bool) -> None:
 
 def _mismatch(ck: Any, item: _Key, m: Mismatch | None, bs: int) -> None:
     if m is not None:
-        e = ck._mismatch(item.key, m, bs)
+        e = mismatch_error(item.key, m, bs)
         item.finding = Finding("mismatch", item.key, e.message.replace(
             "checksum mismatch in ", "").replace("checksum mismatch: ", ""),
             m.block, m.stored, m.computed)
