@@ -69,7 +69,7 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
     # (--systems checksum-blocks; see kvzarr/transformers/checksum/__init__.py)
     *[_k(store, f"kvzarr {what} + checksum, {size >> 10} KiB blocks", limit, durability,
          f"-checksum-{size >> 10}k", transformers=[{"name": "checksum", "block_size": size}])
-      for size in (4 << 10, 16 << 10, 256 << 10, 1 << 20)
+      for size in (4 << 10, 64 << 10, 256 << 10, 1 << 20)
       for store, what, limit, durability in (
           ("lmdb", "LMDBStore", "raw-lmdb", "transactional, fsync per commit"),
           ("sql", "SQLStore (SQLite)", "raw-sqlite", "transactional, WAL, synchronous=FULL"))],

@@ -141,3 +141,19 @@ def test_encode_refuses_what_no_record_can_say():
     with pytest.raises(ValueError, match="power of two"):
         rec.encode(48, [s])
     assert rec.decode(rec.encode(64, [s, s])).final       # a repeated state is dropped
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(min_size=1, max_size=3000), block_size=block_sizes,
+       span=st.tuples(st.integers(0, 60), st.integers(1, 60)), flip_at=st.integers(-1, 3000))
+def test_a_span_is_checked_as_its_blocks_are(data, block_size, span, flip_at):
+    """check_span (one pass, stored checksums combined) answers as block by block."""
+    state = rec.state_of(data, block_size)
+    n = len(state.blocks)
+    first = span[0] % n
+    stop = min(n, first + span[1])
+    piece = bytearray(data[first * block_size:stop * block_size])
+    if 0 <= flip_at < len(piece):
+        piece[flip_at] ^= 0x40
+    assert rec.check_span(state, piece, block_size, first) == rec.first_bad_block(
+        state, piece, block_size, first)

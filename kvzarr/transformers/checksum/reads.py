@@ -27,7 +27,7 @@ _POOL_MEAN = 32 * 1024
 #: values handed out by iter_values are verified in groups of this many bytes, this
 #: many groups ahead of the consumer (measured: package docstring, "Speed")
 _AHEAD_BYTES = 4 * 1024 * 1024
-_AHEAD_GROUPS = 2
+_AHEAD_GROUPS = 1
 
 
 class Reads:
@@ -74,6 +74,8 @@ class Reads:
         a reader that copies values out one by one (the engine does, for plain chunks)
         then pays little more than its copies (package docstring, "Speed")."""
         checked = [self._key(k) for k in keys]
+        if not checked:
+            return
         if not (self._transactional and self._current_transaction() is not None):
             yield from enumerate(self.get_many_views(checked))
             return
@@ -151,8 +153,10 @@ class Reads:
         finally:
             # (a consumer that stops early, or a failure: no check may still read a
             # value of the transaction once it ends)
-            workers.drain(future for _, future in pending)
-            self._count(values_verified=verified[0], bytes_verified=verified[1])
+            if pending:
+                workers.drain(future for _, future in pending)
+            if verified[0]:
+                self._count(values_verified=verified[0], bytes_verified=verified[1])
 
     def _get_values(self, keys: list[str], views: bool) -> list[Any]:
         if not keys:
@@ -227,7 +231,9 @@ class Reads:
                 return self._read_ranges(items, {k: by_key[k] for k in subset},
                                          self._records_loose(subset))
             reads = self._retrying(attempt, list(by_key))
-        else:
+        elif self._current_transaction() is not None:
+            reads = self._read_ranges(items, by_key, self._records(list(by_key)))
+        else:     # the records and the ranges from one snapshot
             with self.transaction(write=False):
                 reads = self._read_ranges(items, by_key, self._records(list(by_key)))
         self._settle(reads, ranges=True)
@@ -306,9 +312,9 @@ class Reads:
                              f"{state.length}")
                 return Read(None, mismatch_error(key, m, bs), -1, seen)
             if s.first == 0 and s.end == state.length:
-                m = rec.check_whole(state, data, bs)      # the whole value: one pass
+                m = rec.check_whole(state, data, bs)      # the whole value
             else:
-                m = rec.first_bad_block(state, data, bs, s.first)
+                m = rec.check_span(state, data, bs, s.first)
             if m is not None:
                 return Read(None, mismatch_error(key, m, bs), -1, seen)
             nbytes += expected

@@ -109,9 +109,18 @@ def block_crcs(data: Any, block_size: int, first: int = 0) -> array:
 
 
 def state_of(data: Any, block_size: int) -> State:
-    """The PRESENT state of a value: its length, whole checksum and block checksums."""
+    """The PRESENT state of a value: its length, whole checksum and block checksums. The
+    whole checksum comes from the block checksums of the full blocks (combined, under a
+    microsecond a block) continued over the last block's bytes: one pass over the value,
+    not two."""
     view = memoryview(data).cast("B")
-    return State(PRESENT, len(view), crc32c(view), block_crcs(view, block_size))
+    blocks = block_crcs(view, block_size)
+    n = len(blocks)
+    if n <= 1:
+        return State(PRESENT, len(view), blocks[0] if n else 0, blocks)
+    prefix = _combined(blocks, n - 1, block_size)
+    whole = crc32c(view[(n - 1) * block_size:], prefix)
+    return State(PRESENT, len(view), whole, blocks)
 
 
 # --- the record -------------------------------------------------------------------------
@@ -238,6 +247,24 @@ def first_bad_block(state: State, data: Any, block_size: int, first: int = 0
     return None
 
 
+def check_span(state: State, data: Any, block_size: int, first: int) -> Mismatch | None:
+    """Check ``data``, blocks ``first``, ``first + 1``, ... of a value (whole blocks; the
+    value's last block as long as it is), in one pass: the checksum of its full blocks
+    against their stored checksums combined (under a microsecond a block), the last
+    block alone if it is short; only on failure block by block, to name the bad one."""
+    view = memoryview(data).cast("B")
+    count = -(-len(view) // block_size)
+    if count <= 1:
+        return first_bad_block(state, view, block_size, first)
+    full = len(view) // block_size
+    blocks = state.blocks
+    expected = _combined(blocks[first:first + full], full, block_size)
+    good = crc32c(view[:full * block_size]) == expected
+    if good and full < count:
+        good = crc32c(view[full * block_size:]) == blocks[first + full]
+    return None if good else first_bad_block(state, view, block_size, first)
+
+
 def check_whole(state: State, data: Any, block_size: int) -> Mismatch | None:
     """Check a whole value against a PRESENT state: its length, then its whole checksum
     in one pass; only on failure are the blocks checked one by one to name the bad one."""
@@ -316,24 +343,40 @@ def combine(crc_a: int, crc_b: int, length_b: int) -> int:
 
 @functools.lru_cache(maxsize=8)
 def _shift_tables(length: int) -> tuple[list[int], ...]:
-    """Tables that shift a checksum past ``length`` zero bytes by four lookups: the
-    product with a fixed operator is linear in the other factor, so it is the XOR of the
-    products with each of its bytes (1,024 products once per length, ~8 ms)."""
+    """Tables that shift a checksum past ``length`` zero bytes by four lookups. The
+    product with a fixed operator is linear in the other factor (XOR distributes), so
+    each byte's table is built from its eight single-bit entries (32 products per
+    length, ~0.3 ms, instead of 1,024)."""
     op = _x8nmodp(length)
-    return tuple([_multmodp(op, v << (8 * k)) for v in range(256)] for k in range(4))
+    tables = []
+    for k in range(4):
+        table = [0] * 256
+        for bit in range(8):
+            entry = _multmodp(op, 1 << (8 * k + bit))
+            step = 1 << bit
+            for v in range(step):
+                table[v | step] = table[v] ^ entry
+        tables.append(table)
+    return tuple(tables)
+
+
+def _combined(blocks: Sequence[int], count: int, block_size: int) -> int:
+    """The checksum of the first ``count`` (full) blocks from their checksums."""
+    t0, t1, t2, t3 = _shift_tables(block_size)
+    whole = blocks[0]
+    for i in range(1, count):
+        whole = (t0[whole & 0xFF] ^ t1[(whole >> 8) & 0xFF] ^ t2[(whole >> 16) & 0xFF]
+                 ^ t3[whole >> 24] ^ blocks[i])
+    return whole
 
 
 def whole_from_blocks(blocks: Sequence[int], length: int, block_size: int) -> int:
     """The whole-value checksum of a value of ``length`` bytes from its block checksums
-    (under a microsecond a block)."""
+    alone (the last block shifted in by :func:`combine`, ~16 us)."""
     if not length:
         return 0
-    t0, t1, t2, t3 = _shift_tables(block_size)
-    whole = blocks[0]
-    for crc in blocks[1:-1]:
-        whole = (t0[whole & 0xFF] ^ t1[(whole >> 8) & 0xFF] ^ t2[(whole >> 16) & 0xFF]
-                 ^ t3[whole >> 24] ^ crc)
-    if len(blocks) > 1:
-        last = length - (len(blocks) - 1) * block_size
-        whole = combine(whole, blocks[-1], last)
-    return whole
+    n = len(blocks)
+    if n == 1:
+        return blocks[0]
+    whole = _combined(blocks, n - 1, block_size)
+    return combine(whole, blocks[-1], length - (n - 1) * block_size)

@@ -9,7 +9,7 @@ ranges: ``[start, end)``, from an offset, a suffix).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ...errors import ValueTypeError
 from ...stores.byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
@@ -37,11 +37,11 @@ def absolute(request: ByteRequest | None, length: int) -> tuple[int, int]:
     return max(0, length - request.suffix), length
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
+class Span(NamedTuple):
     """Whole blocks ``[first, stop)`` of one value, read as one range. ``probe``: the
     range asks for one byte past the value's recorded end, so a value longer than its
-    record is caught (the answer then has that byte)."""
+    record is caught (the answer then has that byte). (A named tuple: every ranged read
+    makes some.)"""
     first: int
     stop: int
     start: int         # first byte: first * block_size
@@ -56,6 +56,13 @@ def spans(bounds: Sequence[tuple[int, int]], length: int, block_size: int) -> li
     """The merged spans of whole blocks covering every non-empty ``[start, end)`` of
     ``bounds`` (absolute, within ``length``), in order; overlapping and adjacent block
     runs become one span."""
+    if len(bounds) == 1:               # (most reads: one range of a key)
+        start, end = bounds[0]
+        if end <= start:
+            return []
+        first, stop = start // block_size, -(-end // block_size)
+        last = min(stop * block_size, length)
+        return [Span(first, stop, first * block_size, last, last == length)]
     runs = sorted((s // block_size, -(-e // block_size)) for s, e in bounds if e > s)
     merged: list[list[int]] = []
     for first, stop in runs:

@@ -54,11 +54,11 @@ class Writes:
             return
         states = self._states([v for _, v in items])
         raws = [self._encode([s]) for s in states]
-        pairs = []
-        for (k, v), raw in zip(items, raws):
-            pairs += [(k, v), (RECORD_PREFIX + k, raw)]
+        # values first, then records: a store that inserts in order (LMDB's putmulti)
+        # stays in one region of its tree at a time
+        pairs = items + [(RECORD_PREFIX + k, raw) for (k, _), raw in zip(items, raws)]
         try:
-            self.base.set_many(pairs)            # one transaction: value and record
+            self.base.set_many(pairs)            # one transaction: values and records
         except BaseException:
             self._forget(k for k, _ in items)
             raise
