@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import random
 import signal
+import threading
 import time
 
 import pytest
@@ -219,3 +220,41 @@ def test_readers_never_see_a_writer_s_half_written_key(tmp_path):
         child.join(30)
     assert child.exitcode == 0
     assert stack.stats()["mismatches"] == 0
+
+
+def test_reads_racing_a_writer_thread_never_fail(store_factory):
+    """Outside a transaction a read takes the record, then the value, in two reads of
+    the store; a writer committing in between must not make it fail (it decides on one
+    snapshot, or reads again on a store without snapshots)."""
+    stack = build_stack(store_factory.make(), [Checksum(block_size=BS)])
+    keys = [f"t/{i}" for i in range(3)]
+    stack.set_many([(k, b"start") for k in keys])
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def writer() -> None:
+        rng = random.Random(5)
+        try:
+            while not stop.is_set():
+                stack.set_many([(k, rng.randbytes(rng.randrange(2, 300))) for k in keys])
+        except BaseException as e:          # pragma: no cover - reported below
+            failures.append(e)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    reads = 0
+    try:
+        deadline = time.monotonic() + 0.7
+        while time.monotonic() < deadline:
+            for k in keys:
+                assert stack.get(k) is not None
+            assert None not in stack.get_many(keys)
+            got = stack.get_partial_values([(keys[0], RangeRequest(0, 2)),
+                                            (keys[1], SuffixRequest(1))])
+            assert len(got[0]) == 2 and len(got[1]) == 1
+            reads += 1
+    finally:
+        stop.set()
+        thread.join(30)
+    assert not failures, failures
+    assert reads > 5 and stack.stats()["mismatches"] == 0
