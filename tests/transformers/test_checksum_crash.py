@@ -127,7 +127,7 @@ def test_a_crash_at_any_step_of_a_write_leaves_no_false_positive(tmp_path, name)
     assert steps >= 2 or name == "set the same"
 
 
-# -- SIGKILL trials -------------------------------------------------------------------------
+# -- SIGKILL trials ------------------------------------------------------------------------
 
 def _writer(target: str, seed: int, ready) -> None:
     """Writes through a checksum stack until killed."""
@@ -183,7 +183,7 @@ def test_sigkill_of_a_writer_leaves_no_false_positive(tmp_path, name, trials):
             stack.close()
 
 
-# -- a writer process and a reader at the same time ------------------------------------------
+# -- a writer process and a reader at the same time ----------------------------------------
 
 def _rewriter(root: str, stop, ready) -> None:
     stack = build_stack(FilesystemStore(root), [Checksum(block_size=BS)])

@@ -198,7 +198,7 @@ def test_stats_count_what_was_verified(store_factory: StoreFactory):
     assert s["records_written"] == 2 and s["mismatches"] == 0
 
 
-# -- arrays ------------------------------------------------------------------------------------
+# -- arrays --------------------------------------------------------------------------------
 
 def test_array_reads_of_plain_chunks(store_factory: StoreFactory):
     stack, raw = stacked(store_factory, block_size=64)

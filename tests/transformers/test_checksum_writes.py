@@ -132,7 +132,7 @@ def test_keys_too_long_for_their_record_are_refused_first(store_factory: StoreFa
     assert everything(raw) == before
 
 
-# -- records are the transformer's -----------------------------------------------------------
+# -- records are the transformer's ---------------------------------------------------------
 
 def test_records_are_never_listed(store_factory: StoreFactory):
     stack, raw = stacked(store_factory, block_size=BS)
@@ -220,7 +220,7 @@ def test_reading_needs_no_writable_store(tmp_path):
     assert ro.read_only and ro.get("k") == b"v"
 
 
-# -- partial writes ---------------------------------------------------------------------------
+# -- partial writes ------------------------------------------------------------------------
 
 def test_partial_writes_update_only_their_blocks(store_factory: StoreFactory):
     stack, raw = stacked(store_factory, block_size=BS)
@@ -274,7 +274,7 @@ def test_partial_writes_leave_unprotected_values_unprotected(store_factory: Stor
     assert raw.get("u/x") == b"01AB456789" and record_of(raw, "u/x") is None
 
 
-# -- appends ----------------------------------------------------------------------------------
+# -- appends -------------------------------------------------------------------------------
 
 class AppendingMemoryStore(MemoryStore):
     """A MemoryStore with the Store interface's compare-and-append, where the backend does

@@ -221,7 +221,7 @@ class Reads:
             self._count(rereads=tries)
         return reads
 
-    # -- reading byte ranges -----------------------------------------------------------------
+    # -- reading byte ranges ---------------------------------------------------------------
 
     def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
         return self.get_partial_values([(key, request)])[0]

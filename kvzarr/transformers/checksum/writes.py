@@ -30,7 +30,7 @@ _BATCH = 1000
 class Writes:
     """Every write of the checksum transformer (see the module docstring)."""
 
-    # -- writing whole values ----------------------------------------------------------------
+    # -- writing whole values --------------------------------------------------------------
 
     def _set(self, key: str, value: bytes) -> None:
         self._write_values([(self._key(key), value)])
@@ -68,7 +68,7 @@ class Writes:
                 cache[k] = Record(self.block_size, (s,), raw)
         self._count(records_written=len(items))
 
-    # -- stores without transactions: a two-phase record --------------------------------------
+    # -- stores without transactions: a two-phase record -----------------------------------
 
     def _resolve(self, key: str, found: Found, exists: bool | None = None
                  ) -> State | None:
@@ -310,7 +310,7 @@ class Writes:
         return State(rec.PRESENT, new_length, rec.whole_from_blocks(blocks, new_length, bs),
                      blocks)
 
-    # -- appending ---------------------------------------------------------------------------
+    # -- appending -------------------------------------------------------------------------
 
     def append(self, key: str, data: bytes, *, expected_size: int) -> None:
         self._key(key)
