@@ -366,3 +366,23 @@ def test_appends_to_unprotected_values_keep_them_unprotected(appending):
     appending.set("ap/u", b"abc")
     stack.append("ap/u", b"def", expected_size=3)
     assert appending.get("ap/u") == b"abcdef" and record_of(appending, "ap/u") is None
+
+
+def test_a_refused_append_puts_the_record_back(tmp_path):
+    """On a store without transactions a pending record goes before the append. When the
+    store refuses the compare-and-append (the value changed size between the look at its
+    record and the append: here a byte lands under the stack at that moment), the old
+    record is put back: nothing claims the append happened."""
+    raw = AppendingFilesystemStore(tmp_path / "d")
+    stack = build_stack(raw, [Checksum(block_size=BS)])
+    stack.set("k", b"12345")
+    before = record_of(raw, "k")
+    real_append = raw._append
+
+    def raced(key, data, expected_size):
+        real_append(key, b"!", expected_size)     # another writer's byte lands first
+        real_append(key, data, expected_size)     # so ours is refused
+    raw._append = raced
+    with pytest.raises(ConflictError):
+        stack.append("k", b"abc", expected_size=5)
+    assert raw.get("k") == b"12345!" and record_of(raw, "k") == before

@@ -324,10 +324,11 @@ class Reads:
                 return Read([None] * len(where), None, -1, seen)
             expected = s.end - s.start
             if len(data) != expected:
-                actual = (f"longer than {state.length}" if len(data) > expected
-                          else str(s.start + len(data)))
+                # (the last span asks for a byte more: an answer that long is a longer value)
+                size = (f"more than {state.length}" if len(data) > expected
+                        else str(s.start + len(data)))
                 m = Mismatch(min(s.start + len(data), state.length) // bs, None, None,
-                             f"the value is {actual} bytes long, its record says "
+                             f"the value is {size} bytes long, its record says "
                              f"{state.length}")
                 return Read(None, mismatch_error(key, m, bs), -1, seen)
             if s.first == 0 and s.end == state.length:

@@ -335,15 +335,24 @@ class Writes:
                 self.base.append(key, data, expected_size=expected_size)
                 return
             new = _appended(prior, data, bs)
-            if not self._transactional:
+            if self._transactional:
+                self.base.append(key, data, expected_size=expected_size)
+            else:
                 self.base.set(RECORD_PREFIX + key, self._encode([new, prior], bs))
-            self.base.append(key, data, expected_size=expected_size)
+                try:
+                    self.base.append(key, data, expected_size=expected_size)
+                except BaseException:
+                    # refused (another writer changed its size meanwhile) or failed:
+                    # the value is as it was, and so is its record again
+                    self.base.set(RECORD_PREFIX + key, self._encode([prior], bs))
+                    raise
             raw = self._encode([new], bs)
             self.base.set(RECORD_PREFIX + key, raw)
             cache = self._cache()
             if cache is not None:
                 cache[key] = Record(bs, (new,), raw)
             self._count(records_written=1)
+
 
 def _covered(j: int, bs: int, writes: list[tuple[int, bytes]], new_length: int) -> bool:
     """Whether one write alone covers block ``j`` (its extent in the new value)."""
