@@ -22,6 +22,7 @@ from .checks import UNPROTECTED_VALUE, Found, decode_found
 from .reads import Reads
 from .record import State
 from .rereads import RECORD_PREFIX, Read
+from .scrub import Finding, VerifyReport
 from .scrub import verify as _scrub
 from .writes import Writes
 
@@ -253,9 +254,11 @@ class Checksum(Reads, Writes, Transformer):
     # -- the scrub -------------------------------------------------------------------------
 
     def verify(self, prefix: str = "", *, repair_missing: bool = False,
-               on_finding: Callable[[Any], None] | None = None,
-               progress: Callable[[int, int], None] | None = None) -> Any:
-        """Scrub every value under ``prefix``; see :func:`.scrub.verify`."""
+               on_finding: Callable[[Finding], None] | None = None,
+               progress: Callable[[int, int], None] | None = None) -> VerifyReport:
+        """Scrub every value under ``prefix`` (``""``: the whole store) and say what is
+        wrong; ``repair_missing`` gives unprotected values records (the store must be
+        writable). See :mod:`.scrub` for what is reported and how."""
         check_prefix(prefix)
         self._own_prefix(prefix)
         return _scrub(self, prefix, repair_missing=repair_missing, on_finding=on_finding,
