@@ -156,8 +156,8 @@ def _target(name: str, tmp_path) -> str:
             "sql": f"sqlite:///{tmp_path / 'x.sqlite'}", "zip": str(tmp_path / "x.zip")}[name]
 
 
-@pytest.mark.parametrize("name, trials", [("filesystem", 16), ("lmdb", 4), ("sql", 4),
-                                          ("zip", 4)])
+@pytest.mark.parametrize("name, trials", [("filesystem", 10), ("lmdb", 3), ("sql", 3),
+                                          ("zip", 3)])
 def test_sigkill_of_a_writer_leaves_no_false_positive(tmp_path, name, trials):
     target = _target(name, tmp_path)
     rng = random.Random(1234)
@@ -204,7 +204,7 @@ def test_readers_never_see_a_writer_s_half_written_key(tmp_path):
     try:
         assert ready.wait(30)
         reads = 0
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + 1.5
         while time.monotonic() < deadline:
             stack.get("c/0")
             stack.get_many(["c/1", "c/2", "c/3"])
@@ -244,7 +244,7 @@ def test_reads_racing_a_writer_thread_never_fail(store_factory):
     thread.start()
     reads = 0
     try:
-        deadline = time.monotonic() + 0.7
+        deadline = time.monotonic() + 0.5
         while time.monotonic() < deadline:
             for k in keys:
                 assert stack.get(k) is not None

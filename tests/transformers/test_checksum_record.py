@@ -74,7 +74,7 @@ def test_records_round_trip(data, older, block_size):
     assert all(a.same(b) for a, b in zip(got.states, states))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(data=st.binary(max_size=600), block_size=block_sizes)
 def test_every_single_bit_flip_of_a_record_is_caught(data, block_size):
     raw = rec.encode(block_size, [rec.state_of(data, block_size), STATE_ABSENT])
