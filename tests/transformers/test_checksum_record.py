@@ -157,3 +157,29 @@ def test_a_span_is_checked_as_its_blocks_are(data, block_size, span, flip_at):
         piece[flip_at] ^= 0x40
     assert rec.check_span(state, piece, block_size, first) == rec.first_bad_block(
         state, piece, block_size, first)
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=values, block_size=block_sizes)
+def test_the_final_record_fast_path_writes_what_encode_writes(data, block_size):
+    state = rec.state_of(data, block_size)
+    assert rec.encode_final(block_size, state) == rec.encode(block_size, [state])
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=values, block_size=block_sizes, flip=st.integers(min_value=0))
+def test_the_direct_check_agrees_with_decoding(data, block_size, flip):
+    """final_matches (no decoding) accepts exactly what decode + check_whole accept."""
+    raw = rec.encode_final(block_size, rec.state_of(data, block_size))
+    assert rec.final_matches(raw, data)
+    for damaged_raw, damaged_data in ((raw, data + b"x"), (raw[:-1], data)):
+        assert not rec.final_matches(damaged_raw, damaged_data)
+    if data:
+        wrong = bytearray(data)
+        wrong[flip % len(data)] ^= 1
+        assert not rec.final_matches(raw, bytes(wrong))
+    bad = bytearray(raw)
+    bad[flip % len(raw)] ^= 4
+    assert not rec.final_matches(bytes(bad), data)
+    pending = rec.encode(block_size, [rec.state_of(data, block_size), rec.STATE_ABSENT])
+    assert not rec.final_matches(pending, data)

@@ -23,8 +23,9 @@ class BadRecord:
         self.reason, self.raw = reason, raw
 
 
-#: a record as a read finds it
-Found = Record | BadRecord | None
+#: a record as a read finds it: decoded, damaged, absent, or (in the read paths) the
+#: bytes as stored, decoded only when the direct check of a value fails
+Found = Record | BadRecord | bytes | None
 #: the outcome of a check of a value that has no record
 UNPROTECTED_VALUE = "unprotected"
 
@@ -72,6 +73,10 @@ def record_error(key: str, bad: BadRecord) -> ChecksumRecordError:
 
 def check_value(key: str, found: Found, value: Any) -> Any:
     """Check a whole present value: None (good), UNPROTECTED_VALUE or the error."""
+    if type(found) is bytes:
+        if rec.final_matches(found, value):
+            return None
+        found = decode_found(found)
     if found is None:
         return UNPROTECTED_VALUE
     if type(found) is BadRecord:

@@ -60,7 +60,7 @@ class Reads:
         key = self._key(key)
         if not self._transactional or self._current_transaction() is not None:
             return self._get_values([key], views=False)[0]
-        found = decode_found(self.base.get(RECORD_PREFIX + key))
+        found = self.base.get(RECORD_PREFIX + key)
         value = self.base.get(key)
         if value is None:
             return None
@@ -182,7 +182,8 @@ class Reads:
         want = [k for k in dict.fromkeys(keys) if cache is None or k not in cache]
         fetch = keys + [RECORD_PREFIX + k for k in want]
         got = self.base.get_many_views(fetch) if views else self.base.get_many(fetch)
-        found = dict(zip(want, map(decode_found, got[len(keys):])))
+        found = {k: raw if raw is None or type(raw) is bytes else bytes(raw)
+                 for k, raw in zip(want, got[len(keys):])}
         if cache is not None:
             cache.update(found)
             found = cache
@@ -200,14 +201,13 @@ class Reads:
             # and after the value, so a record that is the same on a re-read proves no
             # write happened in between (package docstring, "Stores without
             # transactions").
-            found = dict(zip(subset, map(decode_found, self.base.get_many(
-                [RECORD_PREFIX + k for k in subset]))))
+            found = dict(zip(subset, self.base.get_many(
+                [RECORD_PREFIX + k for k in subset])))
             values = self.base.get_many(subset)
             reads = self._check_values(subset, values, found)
             for k, v in zip(subset, values):
-                raw = getattr(found[k], "raw", None)
                 reads.setdefault(k, Read(None, None, -1, ()))
-                reads[k].seen = (raw, v)
+                reads[k].seen = (found[k], v)
             return reads
 
         reads = self._retrying(attempt, unique)
@@ -273,6 +273,8 @@ class Reads:
         per key its answers (in the order of its requests) and what the check found."""
         asks: list[tuple[str, ByteRequest | None]] = []
         plans: dict[str, Any] = {}
+        found = {k: decode_found(f) if type(f) is bytes else f
+                 for k, f in ((k, found.get(k)) for k in by_key)}
         for key, where in by_key.items():
             f = found.get(key)
             if isinstance(f, Record) and f.final:

@@ -50,6 +50,8 @@ _HEADER = struct.Struct("<4sBBBB")
 #: a state's length (or a marker) and its whole-value checksum
 _STATE = struct.Struct("<QI")
 _TRAILER = 4
+#: the header and one state: a final record without its block checksums
+_FINAL = struct.Struct("<4sBBBBQI")
 #: length markers of the states that hold no checksums
 _ABSENT = (1 << 64) - 1
 _UNPROTECTED = (1 << 64) - 2
@@ -114,10 +116,13 @@ def state_of(data: Any, block_size: int) -> State:
     microsecond a block) continued over the last block's bytes: one pass over the value,
     not two."""
     view = memoryview(data).cast("B")
+    if len(view) <= block_size:             # (most small values: one block)
+        if not view:
+            return State(PRESENT, 0, 0, array("I"))
+        crc = crc32c(view)
+        return State(PRESENT, len(view), crc, array("I", (crc,)))
     blocks = block_crcs(view, block_size)
     n = len(blocks)
-    if n <= 1:
-        return State(PRESENT, len(view), blocks[0] if n else 0, blocks)
     prefix = _combined(blocks, n - 1, block_size)
     whole = crc32c(view[(n - 1) * block_size:], prefix)
     return State(PRESENT, len(view), whole, blocks)
@@ -140,6 +145,18 @@ class Record(NamedTuple):
     def state(self) -> State:
         """The newest state (the only one of a final record)."""
         return self.states[0]
+
+
+def encode_final(block_size: int, state: State) -> bytes:
+    """The bytes of a final record (one PRESENT state; the transformer checked the block
+    size): what every write makes, so without :func:`encode`'s general checks."""
+    blocks = state.blocks
+    if _SWAP:
+        blocks = array("I", blocks)
+        blocks.byteswap()
+    body = _FINAL.pack(MAGIC, VERSION, block_size.bit_length() - 1, 1, 0, state.length,
+                       state.whole) + blocks.tobytes()
+    return body + crc32c(body).to_bytes(4, "little")
 
 
 def encode(block_size: int, states: Sequence[State]) -> bytes:
@@ -263,6 +280,23 @@ def check_span(state: State, data: Any, block_size: int, first: int) -> Mismatch
     if good and full < count:
         good = crc32c(view[full * block_size:]) == blocks[first + full]
     return None if good else first_bad_block(state, view, block_size, first)
+
+
+def final_matches(raw: bytes, data: Any) -> bool:
+    """Whether ``raw`` is a sound final record (its own checksum holds, its layout is
+    right) of exactly ``data``: a whole value checked without decoding its record, the
+    way every read of a good value goes. False says nothing more; decode the record to
+    learn why."""
+    end = len(raw) - _TRAILER
+    if end < _FINAL.size:
+        return False
+    magic, version, log2, count, reserved, length, whole = _FINAL.unpack_from(raw)
+    if (magic != MAGIC or version != VERSION or count != 1 or reserved
+            or not MIN_LOG2 <= log2 <= MAX_LOG2
+            or end != _FINAL.size + 4 * -(-length >> log2)
+            or crc32c(memoryview(raw)[:end]) != int.from_bytes(raw[end:], "little")):
+        return False
+    return len(data) == length and crc32c(data) == whole
 
 
 def check_whole(state: State, data: Any, block_size: int) -> Mismatch | None:

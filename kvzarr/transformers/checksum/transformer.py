@@ -18,7 +18,7 @@ from ...stores.base import Store
 from ...stores.keys import RESERVED_PREFIX, check_key, check_prefix
 from ..base import Transformer, TransformerTxn, reject_unknown_options
 from . import record as rec
-from .checks import UNPROTECTED_VALUE, Found, decode_found
+from .checks import UNPROTECTED_VALUE
 from .reads import Reads
 from .record import State
 from .rereads import RECORD_PREFIX, Read
@@ -127,11 +127,11 @@ class Checksum(Reads, Writes, Transformer):
     def _begin(self, write: bool) -> TransformerTxn:
         handle = super()._begin(write)
         # On a store with snapshots a record read in a transaction stays valid until it
-        # ends (this transformer's own writes update it): key -> Record | BadRecord | None.
+        # ends (this transformer's own writes update it): key -> stored bytes or None.
         handle.state = {} if self._transactional else None
         return handle
 
-    def _cache(self) -> dict[str, Found] | None:
+    def _cache(self) -> dict[str, bytes | None] | None:
         handle = self._current_transaction()
         return None if handle is None else handle.state
 
@@ -143,11 +143,12 @@ class Checksum(Reads, Writes, Transformer):
 
     # -- records ---------------------------------------------------------------------------
 
-    def _records(self, keys: Sequence[str]) -> dict[str, Found]:
-        """The records of ``keys`` (unique), from this transaction's cache or the base."""
+    def _records(self, keys: Sequence[str]) -> dict[str, bytes | None]:
+        """The stored records of ``keys`` (unique; None: none), from this transaction's
+        cache or the base. Decoded only where needed (:func:`.checks.decode_found`)."""
         cache = self._cache()
         want = [k for k in keys if cache is None or k not in cache]
-        found = dict(zip(want, map(decode_found, self.base.get_many(
+        found = dict(zip(want, map(_stored, self.base.get_many(
             [RECORD_PREFIX + k for k in want])))) if want else {}
         if cache is None:
             return found
@@ -155,6 +156,8 @@ class Checksum(Reads, Writes, Transformer):
         return cache
 
     def _encode(self, states: Sequence[State], block_size: int | None = None) -> bytes:
+        if len(states) == 1:
+            return rec.encode_final(block_size or self.block_size, states[0])
         return rec.encode(block_size or self.block_size, states)
 
     # -- checks ----------------------------------------------------------------------------
@@ -265,3 +268,9 @@ class Checksum(Reads, Writes, Transformer):
                       progress=progress)
 
 
+
+
+def _stored(raw: object) -> bytes | None:
+    """A record as the base returned it, as bytes (a view would end with the
+    transaction)."""
+    return raw if raw is None or type(raw) is bytes else bytes(raw)

@@ -17,7 +17,7 @@ from ...runtime import workers
 from ...stores.base import _as_buffer, _as_bytes
 from ...stores.byteranges import RangeRequest
 from . import record as rec
-from .checks import BadRecord, Found, mismatch_error, record_error
+from .checks import BadRecord, Found, decode_found, mismatch_error, record_error
 from .record import STATE_ABSENT, STATE_UNPROTECTED, UNPROTECTED, Mismatch, Record, State
 from .rereads import RECORD_PREFIX
 
@@ -64,8 +64,8 @@ class Writes:
             raise
         cache = self._cache()
         if cache is not None:
-            for (k, _), s, raw in zip(items, states, raws):
-                cache[k] = Record(self.block_size, (s,), raw)
+            for (k, _), raw in zip(items, raws):
+                cache[k] = raw
         self._count(records_written=len(items))
 
     # -- stores without transactions: a two-phase record -----------------------------------
@@ -225,8 +225,7 @@ class Writes:
         for key, offset, value in items:
             by_key.setdefault(key, []).append((offset, value))
         with self.transaction():
-            found = (self._records(list(by_key)) if self._transactional
-                     else self._records_loose(list(by_key)))
+            found = self._found(list(by_key))
             new: dict[str, State] = {}
             old: dict[str, State] = {}
             for key, writes in by_key.items():
@@ -247,9 +246,15 @@ class Writes:
                 self.base.set_many([(RECORD_PREFIX + k, raw) for k, raw in raws.items()])
             cache = self._cache()
             if cache is not None:
-                for k, raw in raws.items():
-                    cache[k] = Record(sizes[k], (new[k],), raw)
+                cache.update(raws)
             self._count(records_written=len(raws))
+
+    def _found(self, keys: list[str]) -> dict[str, Found]:
+        """The decoded records of ``keys`` (from this transaction's cache or the base)."""
+        if not self._transactional:
+            return self._records_loose(keys)
+        stored = self._records(keys)
+        return {k: decode_found(stored[k]) for k in keys}
 
     def _bs(self, found: Found) -> int:
         return found.block_size if isinstance(found, Record) else self.block_size
@@ -323,8 +328,7 @@ class Writes:
         old byte is read, and a damaged old block stays detectable, since the new record
         extends the stored checksum, not one computed from the damaged bytes."""
         with self.transaction():
-            found = (self._records([key]) if self._transactional
-                     else self._records_loose([key])).get(key)
+            found = self._found([key])[key]
             prior, bs = self._updatable(key, found)
             if prior.present and prior.length != expected_size \
                     and self.base.getsize(key) == expected_size:
@@ -350,7 +354,7 @@ class Writes:
             self.base.set(RECORD_PREFIX + key, raw)
             cache = self._cache()
             if cache is not None:
-                cache[key] = Record(bs, (new,), raw)
+                cache[key] = raw
             self._count(records_written=1)
 
 
