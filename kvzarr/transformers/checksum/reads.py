@@ -7,6 +7,7 @@ the transaction's record cache, the stats) belongs to the class.
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -106,30 +107,24 @@ class Reads:
         out views of its snapshot (not ``streamed``), values of at least
         :data:`_POOL_MEAN` bytes (the checksum runs without the GIL) are verified on the
         pool in groups of :data:`_AHEAD_BYTES`, :data:`_AHEAD_GROUPS` groups ahead of
-        the consumer. Values a streaming base fetches into new memory are verified on
+        the consumer, each group shared with the reader (:class:`_Shared`), so busy
+        cores cost no more than checking inline. Values a streaming base fetches into
+        new memory are verified on
         the spot, while they are in the cache: holding a few megabytes of them made
         every read fault in new pages, and a worker waits for the GIL the fetching
         thread holds (both measured: package docstring, "Speed")."""
-        pending: deque[tuple[list[tuple[int, Any]], Any]] = deque()
+        pending: deque[_Shared] = deque()
         group: list[tuple[int, Any]] = []
         size = 0
         verified = [0, 0]
         # (a worker waiting on the pool could wait on itself)
         ahead = not streamed and not workers.in_worker()
 
-        def check(items: list[tuple[int, Any]]) -> list[Any]:
-            return [check_value(keys[i], found.get(keys[i]), v) for i, v in items]
+        def check(item: tuple[int, Any]) -> Any:
+            return check_value(keys[item[0]], found.get(keys[item[0]]), item[1])
 
-        def taken(entry: tuple[list[tuple[int, Any]], Any]) -> tuple[list[Any], list[Any]]:
-            # A group no worker has started yet (the cores are busy elsewhere) is
-            # checked here and now, as workers.share does: never worse than checking
-            # every value on the spot.
-            items, future = entry
-            return items, check(items) if future.cancel() else future.result()
-
-        def settle(items: list[tuple[int, Any]], outcomes: list[Any]
-                   ) -> Iterator[tuple[int, Any]]:
-            for (i, value), outcome in zip(items, outcomes):
+        def settle(shared: _Shared) -> Iterator[tuple[int, Any]]:
+            for (i, value), outcome in zip(shared.items, shared.finish()):
                 if outcome is None:
                     verified[0] += 1
                     verified[1] += len(value)
@@ -156,19 +151,19 @@ class Reads:
                 group.append((i, value))
                 size += n
                 if size >= _AHEAD_BYTES:
-                    pending.append((group, workers.POOL.submit(check, group)))
+                    pending.append(_Shared(group, check))
                     group, size = [], 0
                     while len(pending) > _AHEAD_GROUPS:
-                        yield from settle(*taken(pending.popleft()))
+                        yield from settle(pending.popleft())
             if group:
-                pending.append((group, workers.POOL.submit(check, group)))
+                pending.append(_Shared(group, check))
             while pending:
-                yield from settle(*taken(pending.popleft()))
+                yield from settle(pending.popleft())
         finally:
             # (a consumer that stops early, or a failure: no check may still read a
             # value of the transaction once it ends)
-            if pending:
-                workers.drain(future for _, future in pending)
+            for shared in pending:
+                shared.abandon()
             if verified[0]:
                 self._count(values_verified=verified[0], bytes_verified=verified[1])
 
@@ -353,3 +348,61 @@ class Reads:
                 out.append(bytes(data[start - s.start:end - s.start]))
         return Read(out, None, nbytes, seen)
 
+
+
+class _Shared:
+    """One group of values checked by a pool worker from the front and, once the reader
+    needs their outcomes, by the reader from the back (as :func:`workers.share` shares a
+    batch): neither waits for a value the other has not started, and the reader waits at
+    most for the one value the worker is checking. When the cores are busy elsewhere and
+    the worker starts late or runs slowly, the reader does nearly all of it, as if it
+    checked every value on the spot."""
+
+    def __init__(self, items: list[tuple[int, Any]], check: Callable[[Any], Any]) -> None:
+        self.items = items
+        self.outcomes: list[Any] = [None] * len(items)
+        self._check = check
+        self._front, self._back = 0, len(items)
+        self._running = 0                   # values the worker is checking (0 or 1)
+        self._cond = threading.Condition()
+        workers.POOL.submit(self._work)
+
+    def _one(self, i: int) -> None:
+        try:
+            self.outcomes[i] = self._check(self.items[i])
+        except BaseException as e:     # (a failure of the check itself: raised in settle)
+            self.outcomes[i] = e
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                if self._front >= self._back:
+                    return
+                i = self._front
+                self._front += 1
+                self._running += 1
+            try:
+                self._one(i)
+            finally:
+                with self._cond:
+                    self._running -= 1
+                    self._cond.notify_all()
+
+    def finish(self) -> list[Any]:
+        """Every outcome, checking what the worker has not started."""
+        while True:
+            with self._cond:
+                if self._front >= self._back:
+                    break
+                self._back -= 1
+                i = self._back
+            self._one(i)
+        self.abandon()
+        return self.outcomes
+
+    def abandon(self) -> None:
+        """Start nothing more; return once the worker checks nothing any more."""
+        with self._cond:
+            self._back = self._front
+            while self._running:
+                self._cond.wait()
