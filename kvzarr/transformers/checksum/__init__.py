@@ -108,37 +108,57 @@ Measured on the 2-core development machine, which other jobs share: medians move
 minimum over repetitions, as stated.
 
 *Whole values* are verified by one pass of CRC-32C over the value (21 GB/s on data in
-cache, 50 us per MiB) against the record's whole-value checksum; a record decodes in
-~6 us (records seen before: a cache lookup). The block size does not enter.
+cache, 50 us per MiB) against the record's whole-value checksum, read straight from the
+stored record after its own checksum (:func:`.record.final_matches`); a record is
+decoded (~4 us) only to explain a failure or for a ranged read. Small values (20,000
+chunks of 4 KiB, min of 7 interleaved runs, against the same store without checksums):
+LMDB +3.4 us a chunk read, +8.9 us a chunk written, +10 us a single-element read;
+SQLite +14.7 us a chunk read, +32 us a single-element read (a second statement: a
+value and its record are two plain reads, since a ``get_many`` of the store begins and
+ends a transaction).
 
 *Bulk reads* (W1: 256 MiB of 1 MiB plain chunks). The engine copies plain chunks out
 one by one in the reading thread, so the second core is free:
 
 * over a store that hands out views of its snapshot (LMDB, memory), ``iter_values``
-  verifies ahead of the reader, 4 MiB at a time on the worker pool, one group ahead;
-  the reader checks a group itself when no worker has started it (busy cores), so the
-  worst case is checking inline. In-process, interleaved, medians of 15 reads: plain
-  65.5 ms; verified ahead in 4 MiB groups, one ahead 72.6 ms (0.90x), two ahead 0.88x,
-  8 MiB groups 0.86x, 1 MiB groups 0.74x; checked inline 0.75x; a separate pass over
-  every value before the copies 0.77x.
+  verifies ahead of the reader, 4 MiB at a time on the worker pool, one group ahead,
+  each group shared value by value: the worker checks from the front, the reader from
+  the back once it needs the group, so on busy cores the reader waits at most for one
+  value and the worst case is checking inline. In-process, interleaved, medians of 15
+  reads, load ~1: plain 65.5 ms; verified ahead in 4 MiB groups, one ahead 72.6 ms
+  (0.90x), two ahead 0.88x, 8 MiB groups 0.86x, 1 MiB groups 0.74x; checked inline
+  0.75x; a separate pass over every value before the copies 0.77x. At load ~5 (another
+  job on both cores), medians of 21: 0.95x with the group shared value by value, 0.69x
+  when the reader waited for a worker's whole group.
 * over a store that fetches each value into new memory (SQL, zip), each value is
   checked in the reading thread right before it is handed out, while it is in cache.
   Holding fetched values for a worker made every read fault in new pages (2 MiB held:
   21,057 minor faults per read against 129 inline; glibc gives the freed top of its
-  heap back to the system), and handing one value to a worker cost ~150 us here (three
-  times its checksum): in-process, min of 15 reads, inline 0.97x of plain, one value
-  ahead 0.62x, a hand-off per value 0.68x.
+  heap back to the system), and a pool round trip costs 16-51 us here while the fetching
+  thread holds the GIL the worker needs to hand its result back: in-process, min of 15
+  reads, inline 0.97x of plain, one value ahead 0.62x, a hand-off per value 0.68x. So on
+  SQLite the checksum's 50 us per MiB stays on the reading thread, against SQLite's
+  240-290 us per MiB (medians of interleaved in-process runs: 0.80x to 0.86x).
 
 The issue's bar, ``python3 benchmarks/run.py --peers3-python .venv/bin/python
 --workloads W1 --systems kvzarr-lmdb,kvzarr-lmdb-checksum,kvzarr-sql,kvzarr-sql-checksum
---repeat 5`` (W1 "read all, uncompressed", MB/s, median of 5)::
+--repeat 5`` (W1 "read all, uncompressed", MB/s, median of 5, in four runs while other
+jobs came and went on the machine)::
 
-    load during the run        kvzarr-lmdb  +checksum        kvzarr-sql  +checksum
-    0.7 -> 2.3 (quiet)         3,653        3,626 (0.99x)     2,506       2,254 (0.90x)
-    2.3 -> 7.6 (another job)   4,717        1,818 (0.39x)     1,719       1,131 (0.66x)
+    load during the run   kvzarr-lmdb  +checksum       kvzarr-sql  +checksum
+    0.7 -> 2.3            3,653        3,626 (0.99x)    2,506       2,254 (0.90x)
+    2.3 -> 7.6            4,717        1,818 (0.39x)    1,719       1,131 (0.66x)
+    2.7 -> 5.9            1,653        1,833 (1.11x)    1,504       1,230 (0.82x)
+    4.3 -> 2.4 (shared)   3,729        2,702 (0.72x)    2,353       1,417 (0.60x)
 
 The harness runs one system after another, so a job that starts mid-run lands on some
-systems only (in the second run even the plain stores' blosc reads dropped threefold).
+systems only: in the second run the plain stores' blosc reads dropped threefold, in the
+fourth the checksum variants read blosc data twice as fast as the plain stores, and one
+system's five repetitions spread from 683 to 2,733 MB/s. (The first three runs predate
+the shared groups.)
+
+The scrub reads 256 MiB of 1 MiB values at 9.0 GB/s on LMDB and 4.6 GB/s on SQLite
+(``Checksum.verify()``, min of 7).
 
 *Writes* compute each value's record in one pass: the block checksums, and the
 whole-value checksum combined from those of the full blocks (CRC combination, under a
