@@ -42,7 +42,7 @@ def decode_found(raw: Any) -> Found:
 
 
 #: Records decoded lately, by their exact bytes: the same bytes always decode to the
-#: same record, and a read of a value decodes its record each time (~6 us; a lookup
+#: same record, and a ranged read decodes its record each time (~4 us; a lookup
 #: costs a tenth). Nothing changes a decoded record (updates copy its checksums).
 _decoded = functools.lru_cache(maxsize=4096)(rec.decode)
 
