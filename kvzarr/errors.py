@@ -129,7 +129,29 @@ class CodecError(KvzarrError, ValueError):
 
 
 class ChecksumMismatchError(CodecError):
-    """A stored checksum does not match the bytes it protects."""
+    """A stored checksum does not match the bytes it protects. Where the checksum covers a
+    value block by block (the checksum storage transformer), ``block`` is the index of the
+    first bad block and ``stored`` / ``computed`` are the two CRC-32C values (None where
+    they do not apply, e.g. a value of the wrong length)."""
+
+    def __init__(self, message: str, *, block: int | None = None, stored: int | None = None,
+                 computed: int | None = None, **where: Any) -> None:
+        super().__init__(message, **where)
+        self.block = block
+        self.stored = stored
+        self.computed = computed
+
+
+class ChecksumRecordError(ChecksumMismatchError):
+    """A checksum record is itself damaged (its own CRC-32C fails, or its layout is not
+    one this kvzarr reads), so the value it protects cannot be verified. ``key`` names the
+    value, not the record."""
+
+
+class ChecksumMissingError(ChecksumMismatchError):
+    """A value has no checksum record (it was written by something other than the
+    checksum transformer) and the transformer was told to refuse such values
+    (``missing="fail"``)."""
 
 
 class ChunkNotFoundError(KvzarrError, KeyError):
@@ -175,3 +197,14 @@ class StoreFullError(StoreError):
 
 class SchemaVersionError(StoreError):
     """A database was written with a different schema version than this kvzarr uses."""
+
+
+# --- warnings -------------------------------------------------------------------------
+
+class KvzarrWarning(UserWarning):
+    """Root of every warning kvzarr issues."""
+
+
+class UnprotectedValueWarning(KvzarrWarning):
+    """A value without a checksum record was read through a checksum transformer opened
+    with ``missing="warn"``: it was returned unverified."""

@@ -75,6 +75,22 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
        "transactional, the server's synchronous_commit", variant=True),
     _k("pg", "kvzarr SQLStore (PostgreSQL) under a Cache", "raw-postgresql",
        "transactional, the server's synchronous_commit", "-cache", transformers=[CACHE]),
+    # the checksum transformer (CRC-32C per block, verified on every read) on the stores
+    # with transactions, against the same store without it in the same run
+    _k("lmdb", "kvzarr LMDBStore + checksum", "raw-lmdb",
+       "transactional, fsync per commit; records in the value's transaction", "-checksum",
+       transformers=["checksum"]),
+    _k("sql", "kvzarr SQLStore (SQLite) + checksum", "raw-sqlite",
+       "transactional, WAL, synchronous=FULL; records in the value's transaction",
+       "-checksum", transformers=["checksum"]),
+    # the same with other block sizes, to choose the default by measurement
+    # (--systems checksum-blocks; see kvzarr/transformers/checksum/__init__.py)
+    *[_k(store, f"kvzarr {what} + checksum, {size >> 10} KiB blocks", limit, durability,
+         f"-checksum-{size >> 10}k", transformers=[{"name": "checksum", "block_size": size}])
+      for size in (4 << 10, 64 << 10, 256 << 10, 1 << 20)
+      for store, what, limit, durability in (
+          ("lmdb", "LMDBStore", "raw-lmdb", "transactional, fsync per commit"),
+          ("sql", "SQLStore (SQLite)", "raw-sqlite", "transactional, WAL, synchronous=FULL"))],
     SystemInfo("zarr3-local", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",
                "zarr-python 3 LocalStore", "atomic per key, no fsync", {"store": "local"}),
     SystemInfo("zarr3-zip", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",
@@ -132,6 +148,8 @@ GROUPS = {
     # the cache's bars: cached systems against an in-memory store, PostgreSQL's limit
     "cache": ["kvzarr-memory", "kvzarr-lmdb", "kvzarr-sql", "kvzarr-lmdb-cache",
               "kvzarr-sql-cache", "kvzarr-pg", "kvzarr-pg-cache", "raw-postgresql"],
+    "checksum-blocks": ["kvzarr-lmdb", "kvzarr-sql", "kvzarr-lmdb-checksum",
+                        "kvzarr-sql-checksum"] + [n for n in SYSTEMS if "-checksum-" in n],
 }
 
 
