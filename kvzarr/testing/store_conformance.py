@@ -372,9 +372,6 @@ class StoreConformance:
             with store.transaction():
                 store.set_many([("s/a", b"new-a"), ("s/b", b"new-b")])
 
-        # The reads happen in the store at the bottom of a transformer stack.
-        bottom = stack_layers(store)[-1]
-
         def after_first_read(name: str) -> Any:
             read = getattr(bottom, name)
 
