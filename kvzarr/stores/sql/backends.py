@@ -114,11 +114,14 @@ def translate(exc: BaseException, *, key: str | None = None, path: str | None = 
 
 
 class Txn:
-    """The handle of an open transaction: a pooled connection and its cursor."""
-    __slots__ = ("conn", "cur", "write")
+    """The handle of an open transaction: a pooled connection and its cursor, and whether
+    the store holds appended values (asked once per transaction by the store; None until
+    then)."""
+    __slots__ = ("conn", "cur", "write", "segments")
 
     def __init__(self, conn: Any, cur: Any, write: bool) -> None:
         self.conn, self.cur, self.write = conn, cur, write
+        self.segments: bool | None = None
 
 
 class Backend:

@@ -26,7 +26,10 @@ class Queries:
     """SQL text for ``table`` in the dialect of ``backend_name``, and the statements that
     need more than one execute."""
 
-    def __init__(self, backend_name: str, placeholder: str, table: str) -> None:
+    def __init__(self, backend_name: str, placeholder: str, table: str,
+                 segments: str | None = None) -> None:
+        """``segments``: the table of appended values' segments (schema version 3), or
+        None for a layout without appends (the legacy ones)."""
         self.pg = backend_name == "postgresql"
         t = f'"{table}"'
         self.table = table
@@ -38,7 +41,9 @@ class Queries:
         length = "octet_length" if self.pg else "length"
         self.get = q(f"SELECT v FROM {t} WHERE k = ?")
         self.exists = q(f"SELECT 1 FROM {t} WHERE k = ?")
-        self.size = q(f"SELECT {length}(v) FROM {t} WHERE k = ?")
+        #: the length of the value in the key's row (0 for an appended value)
+        self.length = q(f"SELECT {length}(v) FROM {t} WHERE k = ?")
+        self.size = self.length
         if self.pg:
             # One result column per requested piece of ``v``: whole, range, offset, suffix
             # (in that order of the kinds below); ``?`` are the request's parameters.
@@ -69,6 +74,36 @@ class Queries:
         self.delete_from = q(f"DELETE FROM {t} WHERE k >= ?")
         self._t = t
         self._cache: dict[Any, str] = {}
+        self.segments = segments
+        if segments is not None:
+            self._init_segments(f'"{segments}"', q, length)
+
+    def _init_segments(self, s: str, q: Any, length: str) -> None:
+        """The statements of appended values (stores/sql.md, "Appended values"): the
+        segment ``v`` of key ``k`` ends at byte ``e`` of the value, whose own row holds
+        an empty ``v``."""
+        t = self._t
+        empty = "''::bytea" if self.pg else "x''"
+        self._s = s
+        # One statement: the size of a value whatever its layout; the subquery runs only
+        # for an empty row (appended or empty).
+        self.size = q(f"SELECT CASE WHEN {length}(m.v) > 0 THEN {length}(m.v) ELSE "
+                      f"coalesce((SELECT max(s.e) FROM {s} AS s WHERE s.k = m.k), 0) END "
+                      f"FROM {t} AS m WHERE m.k = ?")
+        self.seg_values = q(f"SELECT v FROM {s} WHERE k = ? ORDER BY e")
+        self.seg_map = q(f"SELECT e, {length}(v) FROM {s} WHERE k = ? ORDER BY e")
+        self.seg_size = q(f"SELECT max(e) FROM {s} WHERE k = ?")
+        self.seg_insert = q(f"INSERT INTO {s} (k, e, v) VALUES (?, ?, ?)")
+        # the row's bytes become the first segment, inside the database
+        self.seg_take = q(f"INSERT INTO {s} (k, e, v) SELECT k, {length}(v), v FROM {t} "
+                          f"WHERE k = ?")
+        self.mark_appended = q(f"UPDATE {t} SET v = {empty} WHERE k = ?")
+        self.seg_delete = q(f"DELETE FROM {s} WHERE k = ?")
+        self.seg_delete_range = q(f"DELETE FROM {s} WHERE k >= ? AND k < ?")
+        self.seg_delete_from = q(f"DELETE FROM {s} WHERE k >= ?")
+        self.seg_any = f"SELECT 1 FROM {s} LIMIT 1"
+        self.seg_of = q(f"SELECT 1 FROM {s} WHERE k = ? LIMIT 1")
+        self._piece = ("substring(v from ? for ?)" if self.pg else "substr(v, ?, ?)")
 
     # -- statements built per shape ------------------------------------------------------
 
@@ -108,7 +143,8 @@ class Queries:
 
     def ranges(self, key: str, requests: Sequence[ByteRequest | None]) -> tuple[str, list]:
         """``SELECT`` of the requested pieces of one value as the columns of one row
-        (None = the whole value), and its parameters. Offsets are 1-based in SQL."""
+        (None = the whole value), and its parameters. Offsets are 1-based in SQL. With a
+        segments table, a last column holds the row's length (0: maybe appended)."""
         kinds: list[str] = []
         params: list[Any] = []
         for r in requests:
@@ -132,11 +168,43 @@ class Queries:
         shape = ("ranges", *kinds)
         sql = self._cache.get(shape)
         if sql is None:
-            columns = ", ".join(self._pieces[k] for k in kinds)
+            columns = ", ".join([self._pieces[k] for k in kinds]
+                                + (["length(v)" if not self.pg else "octet_length(v)"]
+                                   if self.segments is not None else []))
             sql = f"SELECT {columns} FROM {self._t} WHERE k = ?".replace("?", self._ph)
             if len(self._cache) < 4096:  # shapes are few in practice; never unbounded
                 self._cache[shape] = sql
         return sql, params
+
+    def segment_pieces(self, cur: Any, key: str,
+                       pieces: Sequence[tuple[int, int, int]]) -> list[Any]:
+        """The bytes of ``pieces`` of the segments of ``key``, each ``(e, start,
+        length)``: ``length`` bytes from ``start`` (0-based) of the segment ending at
+        ``e``; one ``UNION ALL`` statement per :data:`MAX_RANGES` pieces."""
+        out: list[Any] = []
+        for i in range(0, len(pieces), MAX_RANGES):
+            part = pieces[i:i + MAX_RANGES]
+            sql = self._cache.get(("pieces", len(part)))
+            if sql is None:
+                one = f"SELECT {{n}}, {self._piece} FROM {self._s} WHERE k = ? AND e = ?"
+                sql = " UNION ALL ".join(one.format(n=n) for n in range(len(part)))
+                sql = sql.replace("?", self._ph)
+                self._cache[("pieces", len(part))] = sql
+            params: list[Any] = []
+            for e, start, length in part:
+                params += (start + 1, length, key, e)
+            cur.execute(sql, params)
+            got = dict(cur.fetchall())
+            out.extend(got.get(n) for n in range(len(part)))
+        return out
+
+    def delete_segments(self, cur: Any, keys: Iterable[str]) -> None:
+        """Drop the segments of ``keys`` (their values are being replaced or erased)."""
+        unique = list(dict.fromkeys(keys))
+        head = f"DELETE FROM {self._s}"
+        for i in range(0, len(unique), BATCH):
+            part = unique[i:i + BATCH]
+            cur.execute(self._in_list(head, len(part)), part)
 
     def get_many(self, cur: Any, keys: Sequence[str]) -> dict[str, Any]:
         if not keys:

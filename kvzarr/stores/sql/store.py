@@ -19,6 +19,12 @@ on ``table(k TEXT PRIMARY KEY, v BLOB)``. Promises, per process and across proce
   spliced by the database, inside one write transaction.
 * Thread-safe: each thread's transaction has its own connection; connections are kept
   between operations, so a single operation is one statement.
+* ``append`` (kvzarr's own layout, schema version 3) inserts the new bytes as one row of
+  the segments table: nothing already stored is rewritten. The first append to a value
+  moves its bytes to the segments table inside the database and leaves its row with an
+  empty ``v``, which every read already fetches: an empty ``v`` sends a read to the
+  segments (in one snapshot), any other value is served as before. Every write of a key
+  drops its segments. Legacy layouts have no appends.
 
 Hot paths run on the raw DBAPI connection (SQLAlchemy supplies the URL handling, the
 connection pool and the events that configure each connection): per-row SQLAlchemy Core
@@ -30,16 +36,18 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import replace
 from itertools import chain
 from typing import Any
 
-from ..byteranges import ByteRequest
+from ...errors import AppendConflictError, ValueTypeError
+from ..byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
 from ..base import Capabilities, Store
 from ..keys import check_key, prefix_successor
 from .backends import Backend, Txn, open_backend, translate
 from .queries import MAX_RANGES, Queries
-from .schema import Layout, open_layout
+from .schema import KVZARR, Layout, open_layout, segments_table
 
 #: keys fetched per query by lazy listings, and the most ``list_dir`` reads at once
 _PAGE = 1000
@@ -79,7 +87,12 @@ class SQLStore(Store):
             raise
         self._backend.set_table(self.layout.table)
         self.max_key_bytes = self._backend.max_key_bytes
-        self._q = Queries(self._backend.name, self._backend.placeholder, self.layout.table)
+        #: kvzarr's own layout has the segments table; the legacy layouts get no appends
+        self._appendable = self.layout.kind == KVZARR
+        if self._appendable:
+            self.capabilities = replace(type(self).capabilities, appends=True)
+        self._q = Queries(self._backend.name, self._backend.placeholder, self.layout.table,
+                          segments_table(self.layout.table) if self._appendable else None)
         self._blob = self._backend.blob
         #: the driver hands values over as bytes (sqlite3 does; psycopg a buffer)
         self._bytes_native = self._backend.name == "sqlite"
@@ -175,7 +188,12 @@ class SQLStore(Store):
 
     def _get(self, key: str) -> bytes | None:
         row = self._fetch_one(self._q.get, (key,), key)
-        return None if row is None else self._value(row[0])
+        if row is None:
+            return None
+        v = row[0]
+        if not v and self._appendable:   # an appended value, or an empty one
+            return self._get_appended(key)
+        return self._value(v)
 
     def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
         return self._get_ranges(key, [request])[0]
@@ -190,8 +208,61 @@ class SQLStore(Store):
             row = self._fetch_one(sql, params, key)
             if row is None:
                 return [None] * len(requests)
+            if self._appendable:
+                if not row[-1]:       # the row is empty: the value may be appended
+                    return self._ranges_appended(key, requests)
+                row = row[:-1]
             out.extend(self._value(v) for v in row)
         return out
+
+    # -- appended values (stores/sql.md, "Appended values") --------------------------------
+
+    def _snapshot(self) -> AbstractContextManager:
+        """One read snapshot for a read of several statements: the open transaction, or
+        a read transaction of its own."""
+        if self._current_transaction() is not None:
+            return nullcontext()
+        return self.transaction(write=False)
+
+    def _get_appended(self, key: str) -> bytes | None:
+        """The whole value of a key whose row was empty, read again in one snapshot."""
+        with self._snapshot():
+            row = self._fetch_one(self._q.get, (key,), key)
+            if row is None or row[0]:     # erased or replaced since the first read
+                return None if row is None else self._value(row[0])
+            with self._reading(key) as cur:
+                cur.execute(self._q.seg_values, (key,))
+                return b"".join(self._value(r[0]) for r in cur.fetchall())
+
+    def _ranges_appended(self, key: str, requests: Sequence[ByteRequest | None]
+                         ) -> list[Any]:
+        """Byte ranges of a key whose row was empty, in one snapshot: the segment map,
+        then the pieces of the segments the ranges overlap (one statement)."""
+        with self._snapshot():
+            row = self._fetch_one(self._q.length, (key,), key)
+            if row is None:
+                return [None] * len(requests)
+            if row[0]:                   # replaced by a plain value since the first read
+                return self._get_ranges(key, requests)
+            with self._reading(key) as cur:
+                cur.execute(self._q.seg_map, (key,))
+                segments = [(int(e), int(n)) for e, n in cur.fetchall()]
+                size = segments[-1][0] if segments else 0
+                spans = [_span(r, size) for r in requests]
+                pieces: list[tuple[int, int, int]] = []
+                owners: list[int] = []
+                for which, (start, end) in enumerate(spans):
+                    for e, n in segments:
+                        lo = max(start, e - n)
+                        hi = min(end, e)
+                        if lo < hi:
+                            pieces.append((e, lo - (e - n), hi - lo))
+                            owners.append(which)
+                got = self._q.segment_pieces(cur, key, pieces) if pieces else []
+        parts: list[list[bytes]] = [[] for _ in requests]
+        for which, piece in zip(owners, got):
+            parts[which].append(self._value(piece))
+        return [b"".join(p) for p in parts]
 
     def get_partial_values(
             self, key_ranges: Iterable[tuple[str, ByteRequest | None]]) -> list[bytes | None]:
@@ -216,6 +287,13 @@ class SQLStore(Store):
             return [self._get(keys[0])]
         with self._reading() as cur:
             found = self._q.get_many(cur, keys)
+        if self._appendable and b"" in found.values():
+            for k in [k for k, v in found.items() if not v]:
+                value = self._get_appended(k)
+                if value is None:
+                    del found[k]
+                else:
+                    found[k] = value
         get = found.get
         out = [get(k) for k in keys]
         if self._bytes_native and None not in out:
@@ -234,10 +312,20 @@ class SQLStore(Store):
         for i, k in enumerate(keys):
             where.setdefault(check_key(k, self.max_key_bytes), []).append(i)
         found: set[str] = set()
+        empty: list[str] = []    # appended (or empty) values: read after the others
         with self._reading() as cur:
             for k, v in self._q.iter_many(cur, list(where)):
+                if not v and self._appendable:
+                    empty.append(k)
+                    continue
                 found.add(k)
                 value = self._value(v)
+                for i in where[k]:
+                    yield i, value
+        for k in empty:
+            value = self._get_appended(k)
+            if value is not None:
+                found.add(k)
                 for i in where[k]:
                     yield i, value
         for k, places in where.items():
@@ -262,29 +350,98 @@ class SQLStore(Store):
 
     # -- writes --------------------------------------------------------------------------
 
+    def _has_segments(self, cur: Any) -> bool:
+        """Whether the store holds appended values, whose segments a write of their key
+        must drop: asked once per transaction (one indexed probe), so a store that never
+        appended pays one statement per write transaction, not one per key."""
+        if not self._appendable:
+            return False
+        txn = self._current_transaction()
+        if txn is not None and txn.segments is not None:
+            return txn.segments
+        cur.execute(self._q.seg_any)
+        found = cur.fetchone() is not None
+        if txn is not None:
+            txn.segments = found
+        return found
+
     def _set(self, key: str, value: bytes) -> None:
         with self._writing(key) as cur:
             cur.execute(self._q.upsert, (key, value))
+            if self._has_segments(cur):
+                cur.execute(self._q.seg_delete, (key,))
 
     def _set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
         with self._writing() as cur:
             self._q.set_many(cur, items)
+            if self._has_segments(cur):
+                self._q.delete_segments(cur, (k for k, _ in items))
 
     def _set_range(self, key: str, offset: int, value: bytes) -> None:
         with self._writing(key) as cur:
+            if self._has_segments(cur):
+                cur.execute(self._q.seg_of, (key,))
+                if cur.fetchone() is not None:
+                    # an appended value: spliced here and written back whole (dropping
+                    # its segments), as SQL cannot splice across segments
+                    cur.execute(self._q.seg_values, (key,))
+                    old = b"".join(self._value(r[0]) for r in cur.fetchall())
+                    if offset > len(old):
+                        old += b"\x00" * (offset - len(old))
+                    cur.execute(self._q.upsert,
+                                (key, old[:offset] + value + old[offset + len(value):]))
+                    cur.execute(self._q.seg_delete, (key,))
+                    return
             self._q.set_range(cur, key, offset, value)
 
     def _erase(self, key: str) -> None:
         with self._writing(key) as cur:
             cur.execute(self._q.delete, (key,))
+            if self._has_segments(cur):
+                cur.execute(self._q.seg_delete, (key,))
 
     def _erase_many(self, keys: Sequence[str]) -> None:
         with self._writing() as cur:
             self._q.erase_many(cur, keys)
+            if self._has_segments(cur):
+                self._q.delete_segments(cur, keys)
 
     def _erase_prefix(self, prefix: str) -> None:
+        high = prefix_successor(prefix)
         with self._writing() as cur:
-            self._q.erase_range(cur, prefix, prefix_successor(prefix))
+            self._q.erase_range(cur, prefix, high)
+            if self._has_segments(cur):
+                if high is None:
+                    cur.execute(self._q.seg_delete_from, (prefix,))
+                else:
+                    cur.execute(self._q.seg_delete_range, (prefix, high))
+
+    def _append(self, key: str, data: bytes, expected_size: int) -> None:
+        with self._writing(key) as cur:
+            cur.execute(self._q.length, (key,))
+            row = cur.fetchone()
+            if row is None:
+                raise AppendConflictError("cannot append to a value that does not exist",
+                                          key=key)
+            size = int(row[0] or 0)
+            plain = size > 0
+            if not plain:                 # appended before, or empty
+                cur.execute(self._q.seg_size, (key,))
+                size = int(cur.fetchone()[0] or 0)
+            if size != expected_size:
+                raise AppendConflictError(
+                    f"the value holds {size} bytes, not the {expected_size} the append "
+                    f"expected", key=key)
+            if not data:
+                return
+            if plain:   # first append: the row's bytes become the first segment
+                cur.execute(self._q.seg_delete, (key,))
+                cur.execute(self._q.seg_take, (key,))
+                cur.execute(self._q.mark_appended, (key,))
+            cur.execute(self._q.seg_insert, (key, size + len(data), data))
+            txn = self._current_transaction()
+            if txn is not None:
+                txn.segments = True
 
     # -- listing -------------------------------------------------------------------------
 
@@ -368,3 +525,16 @@ class SQLStore(Store):
     def __repr__(self) -> str:
         ro = ", read_only=True" if self.read_only else ""
         return f"SQLStore({self._backend.display!r}, table={self.layout.table!r}{ro})"
+
+
+def _span(request: ByteRequest | None, size: int) -> tuple[int, int]:
+    """``[start, end)`` of ``request`` in a value of ``size`` bytes, clipped to it."""
+    if request is None:
+        return 0, size
+    if isinstance(request, RangeRequest):
+        return min(request.start, size), min(request.end, size)
+    if isinstance(request, OffsetRequest):
+        return min(request.offset, size), size
+    if isinstance(request, SuffixRequest):
+        return (max(0, size - request.suffix), size) if request.suffix else (size, size)
+    raise ValueTypeError(f"not a byte request: {request!r}")
