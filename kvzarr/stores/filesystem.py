@@ -39,8 +39,8 @@ try:
 except ImportError:  # no flock (Windows): no appends
     fcntl = None  # type: ignore[assignment]
 
-from ..errors import (AppendConflictError, InvalidKeyError, StoreError, StoreFullError,
-                      UnsupportedOperationError, ValueTypeError)
+from ..errors import (AppendConflictError, InvalidKeyError, KvzarrError, StoreError,
+                      StoreFullError, UnsupportedOperationError, ValueTypeError)
 from .byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
 from ..runtime import workers
 from .base import Capabilities, Store
@@ -220,6 +220,8 @@ class FilesystemStore(Store):
                 if data:
                     self._append_marked(path, fd, size, data, key)
                 return
+            except KvzarrError:
+                raise
             except OSError as e:
                 raise _translate(e, key) from e
             finally:
