@@ -3,6 +3,7 @@
     kvzarr demo [STORE]        write, read back and verify a sample dataset (the main job)
     kvzarr info STORE [PATH]   show the hierarchy or one array
     kvzarr upgrade URL [--table T]   migrate a SQL store to this kvzarr's schema
+    kvzarr compact STORE [PATH] [--dry-run]   rewrite appended shards without their garbage
 
 Exit status: 0 on success, 1 when the command found something wrong (a failed check),
 2 when it could not run (a kvzarr error, printed on stderr).
@@ -13,11 +14,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import demo, info, upgrade
+from . import compact, demo, info, upgrade
 
 #: the subcommand modules, in the order ``kvzarr --help`` lists them; each has
 #: ``add_parser(subparsers)``, which sets ``run(args) -> exit status`` as the default
-SUBCOMMANDS = [demo, info, upgrade]
+SUBCOMMANDS = [demo, info, upgrade, compact]
 
 
 def main(argv: list[str] | None = None) -> int:

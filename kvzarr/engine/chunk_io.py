@@ -82,6 +82,20 @@ class ChunkIO:
     def key(self, coords: Sequence[int]) -> str:
         return self.prefix + self._encode_key(coords)
 
+    def stored_chunk_coords(self) -> list[tuple[int, ...]]:
+        """Grid coordinates of the chunks present in the store, in key order (keys that
+        are not chunk keys of this array, or lie outside its grid, are skipped)."""
+        cke = self.metadata.chunk_key_encoding
+        grid = self.grid.grid_shape
+        ndim = len(grid)
+        n = len(self.prefix)
+        out = []
+        for key in self.store.list_prefix(self.prefix + cke.chunk_prefix):
+            coords = cke.decode(key[n:], ndim)
+            if coords is not None and all(c < g for c, g in zip(coords, grid)):
+                out.append(coords)
+        return out
+
     def spec(self, coords: tuple[int, ...]) -> ChunkArraySpec:
         if self._regular_spec is not None:
             return self._regular_spec
