@@ -27,6 +27,7 @@ from typing import Any
 from .api import open as open_node
 from .api import open_store
 from .array import Array
+from .errors import ReadOnlyError
 from .engine.compaction import CompactionReport, compact_chunks, compactable, stored_chunk_keys
 from .stores.base import Store
 
@@ -47,6 +48,9 @@ def compact(target: Any, path: str | None = None, *, dry_run: bool = False,
             open_node(probe, mode="r", path=path)
     store = open_store(target, mode="r" if dry_run else "r+", transformers=transformers)
     try:
+        if not dry_run and store.read_only:
+            raise ReadOnlyError(f"{store!r} is read-only: nothing can be compacted",
+                                hint="open it writable, or pass dry_run=True")
         node = open_node(store, mode="r" if dry_run else "r+", path=path)
         arrays = [node] if isinstance(node, Array) else \
             [a for _, a in node.members(max_depth=None) if isinstance(a, Array)]

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from ..stores.byteranges import RangeRequest, SuffixRequest
-from ..errors import CodecError, MetadataError, ShapeMismatchError
+from ..errors import AppendConflictError, CodecError, MetadataError, ShapeMismatchError
 from ..indexing import OrthogonalIndexer
 from .base import (AppendUpdate, ArrayBytesCodec, ByteSource, ChunkArraySpec, Codec, Compacted,
                    RewriteUpdate)
@@ -220,6 +220,22 @@ class ShardingCodec(ArrayBytesCodec):
             raise CodecError(f"truncated shard: {memoryview(data).nbytes} bytes, shorter than "
                              f"its {size}-byte index", key=key)
         return self._decode_index(data, layout, key)
+
+    def _read_index_at(self, source: ByteSource, layout: ShardLayout, size: int,
+                       key: str | None) -> ShardIndex | None:
+        """The index of the shard as it was when it held ``size`` bytes (the index at the
+        end, read as a range, not a suffix: where another writer may append between the
+        two reads, the index read is still the one at ``size``); None if the shard is
+        absent. AppendConflictError if it is shorter now (replaced meanwhile)."""
+        if size < layout.index_size:
+            raise CodecError(f"truncated shard: {size} bytes, shorter than its "
+                             f"{layout.index_size}-byte index", key=key)
+        got = source.get_ranges([RangeRequest(size - layout.index_size, size)])
+        if got is None:
+            return None
+        if memoryview(got[0]).nbytes != layout.index_size:
+            raise AppendConflictError("the shard was replaced while it was read", key=key)
+        return self._decode_index(got[0], layout, key)
 
     def _parse_whole(self, data: Any, layout: ShardLayout,
                      key: str | None) -> tuple[memoryview, ShardIndex]:
@@ -463,13 +479,14 @@ class ShardingCodec(ArrayBytesCodec):
         is rewritten densely instead. A shard that does not exist yet is written whole."""
         layout = update.layout
         size = source.size()
-        index = None if size is None else self._read_index(source, layout, key)
+        index = None if size is None else self._read_index_at(source, layout, size, key)
         if index is None:
             return self._rewrite(source, update, spec, key)
         try:
             index.check_bounds(size)
         except CodecError as e:
-            raise CodecError(f"{e}; nothing was written", key=key) from e
+            raise CodecError(f"the shard's index points past its end ({e.message}); nothing "
+                             f"was written", key=key) from e
         partly = [i for i in sorted(update.partly) if index.is_present(i)]
         got = self._fetch(source, index, partly, key)
         if got is None:           # erased meanwhile: nothing left to append to

@@ -19,6 +19,8 @@ or a compare-and-append), computing it again when another writer appended first.
 from __future__ import annotations
 
 import math
+import random
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -50,7 +52,7 @@ _AHEAD_BYTES = 256 * 1024 * 1024
 #: reads and writes of at least this many chunks run with the garbage collector paused
 _GC_PAUSE_CHUNKS = 64
 #: times a partial shard write is computed when other writers keep appending first
-_APPEND_ATTEMPTS = 4
+APPEND_ATTEMPTS = 6
 
 
 class ChunkIO:
@@ -426,17 +428,21 @@ class ChunkIO:
                 block = (np.full(block_shape, self.metadata.fill_value, dtype=self.dtype)
                          if old is None else np.array(old, copy=True))
             block[sub] = part
-            update = self.pipeline.encode_partial(source, orth, block, spec)
-            if not isinstance(update, AppendUpdate):
-                self._put(key, update, policy)
-                return
             try:
+                update = self.pipeline.encode_partial(source, orth, block, spec)
+                if not isinstance(update, AppendUpdate):
+                    self._put(key, update, policy)
+                    return
                 self.store.append(key, update.data, expected_size=update.expected_size)
             except AppendConflictError:
+                if policy is None:
+                    raise
                 conflicts += 1
-                if conflicts == _APPEND_ATTEMPTS:
+                if conflicts == APPEND_ATTEMPTS:
                     raise
                 policy.retried()
+                # another writer appends to this shard right now: let it finish
+                time.sleep(random.uniform(0, 0.002) * conflicts)
                 continue
             except UnsupportedOperationError as e:
                 policy.fell_back(f"the store cannot append to this value: {e.message}")

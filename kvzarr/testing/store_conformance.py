@@ -56,6 +56,14 @@ def dump(store: Store) -> dict[str, bytes | None]:
     return {k: store.get(k) for k in store.list()}
 
 
+def _layers(store: Store) -> list[Store]:
+    """``store`` and, for a storage transformer, the layers under it (``_base``)."""
+    out = [store]
+    while getattr(out[-1], "_base", None) is not None:
+        out.append(out[-1]._base)
+    return out
+
+
 def _write_ops() -> list[tuple[str, Any]]:
     """Every write operation of the interface, each as (name, store -> None)."""
     return [
@@ -372,8 +380,8 @@ class StoreConformance:
             with store.transaction():
                 store.set_many([("s/a", b"new-a"), ("s/b", b"new-b")])
 
-        def after_first_read(name: str) -> Any:
-            read = getattr(store, name)
+        def after_first_read(layer: Store, name: str) -> Any:
+            read = getattr(layer, name)
 
             def hooked(*args: Any, **kwargs: Any) -> Any:
                 out = read(*args, **kwargs)
@@ -385,9 +393,10 @@ class StoreConformance:
                 return out
             return hooked
 
-        for name in ("_get", "_get_range", "_get_ranges"):
-            if hasattr(store, name):
-                monkeypatch.setattr(store, name, after_first_read(name))
+        for layer in _layers(store):    # a transformer stack reads at its bottom
+            for name in ("_get", "_get_range", "_get_ranges"):
+                if hasattr(layer, name):
+                    monkeypatch.setattr(layer, name, after_first_read(layer, name))
         got = store.get_partial_values([("s/a", OffsetRequest(0)), ("s/b", None)])
         monkeypatch.undo()
         assert writers, "the first read did not go through a hooked method"
