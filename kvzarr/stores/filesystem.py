@@ -31,7 +31,7 @@ import os
 import shutil
 import stat
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 try:
@@ -100,7 +100,8 @@ class FilesystemStore(Store):
             if not stat.S_ISREG(st.st_mode):
                 os.close(fd)
                 return None
-            size = st.st_size if st.st_nlink == 1 else _size_before_append(path, st)
+            size = st.st_size if st.st_nlink == 1 else _size_before_append(
+                path, st, lambda: os.fstat(fd))
         except BaseException as e:
             os.close(fd)
             if isinstance(e, OSError):
@@ -344,7 +345,8 @@ class FilesystemStore(Store):
             raise _translate(e, key) from e
         if not stat.S_ISREG(st.st_mode):
             return None
-        return st.st_size if st.st_nlink == 1 else _size_before_append(path, st)
+        return st.st_size if st.st_nlink == 1 else _size_before_append(
+            path, st, lambda: os.stat(path))
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         # The keys under a prefix live under the directory named by the prefix up to its
@@ -412,12 +414,25 @@ def _markers_of(path: Path, st: os.stat_result) -> list[tuple[int, Path]]:
     return found
 
 
-def _size_before_append(path: Path, st: os.stat_result) -> int:
-    """The size of the value in the file ``st`` describes, which has more than one link:
+def _size_before_append(path: Path, st: os.stat_result,
+                         restat: Callable[[], os.stat_result]) -> int:
+    """The size of the value in the file ``st`` describes, which had more than one link:
     the size its append marker records (an append is running or was killed), else the
-    file's size (the other links are not ours)."""
-    sizes = _markers_of(path, st)
-    return min([st.st_size] + [s for s, _ in sizes])
+    file's size once it is seen twice with the same links and size (the other links are
+    not ours). ``restat`` stats the same file again: an append that ends between the
+    stat and the look at the markers takes its marker away, and the size seen before was
+    the size of a half-written append."""
+    for _ in range(_APPEND_ATTEMPTS * 3):
+        if st.st_nlink == 1:
+            return st.st_size
+        sizes = _markers_of(path, st)
+        if sizes:
+            return min(s for s, _ in sizes)
+        again = restat()
+        if (again.st_nlink, again.st_size) == (st.st_nlink, st.st_size):
+            return st.st_size
+        st = again
+    raise StoreError("the value kept changing while its size was read", key=str(path))
 
 
 def _drop_stale_markers(path: Path) -> None:
