@@ -57,6 +57,13 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
        "WAL synced at checkpoints only", "-normal", {"synchronous": "NORMAL"}),
     _k("zip", "kvzarr ZipStore, fsync=False", "raw-files", "archive rewritten, no fsync",
        "-nofsync", {"fsync": False}),
+    # the append-only shard writer (AppendShards, max_garbage 0.5) on the stores that
+    # append natively: partial shard writes append instead of rewriting the shard
+    _k("fs", "kvzarr FilesystemStore + AppendShards", "raw-files",
+       "atomic per key (appends too), no fsync", "-append",
+       transformers=["append_shards"]),
+    _k("sql", "kvzarr SQLStore (SQLite) + AppendShards", "raw-sqlite",
+       "transactional, WAL, synchronous=FULL", "-append", transformers=["append_shards"]),
     SystemInfo("zarr3-local", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",
                "zarr-python 3 LocalStore", "atomic per key, no fsync", {"store": "local"}),
     SystemInfo("zarr3-zip", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",
