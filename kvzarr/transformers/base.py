@@ -87,6 +87,11 @@ class Transformer(Store):
         return self
 
     @property
+    def bound(self) -> bool:
+        """Whether this transformer is part of a stack."""
+        return self._base is not None
+
+    @property
     def base(self) -> Store:
         """The store (or transformer) under this one."""
         base = self._base
@@ -228,8 +233,8 @@ class Transformer(Store):
 def stack_layers(store: Store) -> list[Store]:
     """The layers of a stack from the top down to (and including) the store."""
     layers = [store]
-    while isinstance(store, Transformer) and store._base is not None:
-        store = store._base
+    while isinstance(store, Transformer) and store.bound:
+        store = store.base
         layers.append(store)
     return layers
 

@@ -62,7 +62,7 @@ def build_stack(store: Store, transformers: Iterable[Any] | None) -> Store:
         raise StoreConfigError("the same transformer instance is listed twice",
                                field="transformers")
     for t in items:
-        if t._base is not None:
+        if t.bound:
             raise StoreConfigError(f"this {type(t).__name__} is already part of a stack",
                                    field="transformers",
                                    hint="create a new transformer for each stack")

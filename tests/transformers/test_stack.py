@@ -93,7 +93,7 @@ def test_a_transformer_belongs_to_one_stack():
     u = Passing()
     with pytest.raises(StoreConfigError, match="listed twice"):
         build_stack(MemoryStore(), [u, u])
-    assert u._base is None                          # a bad list binds nothing
+    assert not u.bound                              # a bad list binds nothing
 
 
 def test_an_unbound_transformer_says_so():
