@@ -101,7 +101,7 @@ class FilesystemStore(Store):
                 os.close(fd)
                 return None
             size = st.st_size if st.st_nlink == 1 else _size_before_append(
-                path, st, lambda: os.fstat(fd))
+                path, st, lambda: os.fstat(fd), key)
         except BaseException as e:
             os.close(fd)
             if isinstance(e, OSError):
@@ -162,10 +162,10 @@ class FilesystemStore(Store):
                                               key=key) from e
                     _write_file(tmp, value, self.fsync)
                 try:
-                    old = os.lstat(path)
-                    os.replace(tmp, path)
+                    old = os.lstat(path)      # its link count: does a marker link it?
                 except FileNotFoundError:
                     old = None
+                try:
                     os.replace(tmp, path)
                 except BaseException:
                     _unlink_quietly(tmp)
@@ -234,18 +234,7 @@ class FilesystemStore(Store):
         """Write ``data`` at ``size`` under the marker that records ``size`` (the lock is
         held). A failed write takes the file back to ``size`` before the marker goes."""
         marker = path.with_name(f".{path.name}{APPEND_MARKER}{size}")
-        try:
-            os.link(path, marker)
-        except FileExistsError:
-            _unlink_quietly(marker)          # stale: it named a file a set has replaced
-            os.link(path, marker)
-        except OSError as e:
-            if e.errno in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK,
-                           errno.ENOSYS):
-                raise UnsupportedOperationError(
-                    f"this filesystem cannot make the hard link that marks an append "
-                    f"({e.strerror})", key=key) from e
-            raise
+        _make_marker(path, marker, key)
         try:
             if self.fsync:
                 _fsync_directory(path.parent)   # the marker is on disk before the data
@@ -253,11 +242,11 @@ class FilesystemStore(Store):
             if self.fsync:
                 os.fsync(fd)
         except BaseException:
-            try:
+            try:                                 # back to the old value, then no marker
                 os.ftruncate(fd, size)
+                os.unlink(marker)
             except OSError:
-                raise                        # the marker stays: readers still see the old value
-            os.unlink(marker)
+                pass        # the marker stays: readers see the old value, the next append repairs
             raise
         os.unlink(marker)
         if self.fsync:
@@ -346,7 +335,7 @@ class FilesystemStore(Store):
         if not stat.S_ISREG(st.st_mode):
             return None
         return st.st_size if st.st_nlink == 1 else _size_before_append(
-            path, st, lambda: os.stat(path))
+            path, st, lambda: os.stat(path), key)
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         # The keys under a prefix live under the directory named by the prefix up to its
@@ -392,6 +381,26 @@ class FilesystemStore(Store):
         return f"FilesystemStore({str(self.root)!r})"
 
 
+def _make_marker(path: Path, marker: Path, key: str) -> None:
+    """Link ``marker`` to the key's file (UnsupportedOperationError where the filesystem
+    has no hard links)."""
+    for attempt in range(2):
+        try:
+            os.link(path, marker)
+            return
+        except FileExistsError:
+            if attempt:
+                raise
+            _unlink_quietly(marker)      # stale: it names a file a set has replaced
+        except OSError as e:
+            if e.errno in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK,
+                           errno.ENOSYS):
+                raise UnsupportedOperationError(
+                    f"this filesystem cannot make the hard link that marks an append "
+                    f"({e.strerror})", key=key) from e
+            raise
+
+
 def _markers_of(path: Path, st: os.stat_result) -> list[tuple[int, Path]]:
     """(recorded size, marker path) of every append marker of ``path`` that links the
     file ``st`` describes."""
@@ -415,7 +424,7 @@ def _markers_of(path: Path, st: os.stat_result) -> list[tuple[int, Path]]:
 
 
 def _size_before_append(path: Path, st: os.stat_result,
-                         restat: Callable[[], os.stat_result]) -> int:
+                         restat: Callable[[], os.stat_result], key: str) -> int:
     """The size of the value in the file ``st`` describes, which had more than one link:
     the size its append marker records (an append is running or was killed), else the
     file's size once it is seen twice with the same links and size (the other links are
@@ -432,7 +441,7 @@ def _size_before_append(path: Path, st: os.stat_result,
         if (again.st_nlink, again.st_size) == (st.st_nlink, st.st_size):
             return st.st_size
         st = again
-    raise StoreError("the value kept changing while its size was read", key=str(path))
+    raise StoreError("the value kept changing while its size was read", key=key)
 
 
 def _drop_stale_markers(path: Path) -> None:

@@ -57,10 +57,10 @@ def dump(store: Store) -> dict[str, bytes | None]:
 
 
 def _layers(store: Store) -> list[Store]:
-    """``store`` and, for a storage transformer, the layers under it (``_base``)."""
+    """``store`` and, for a storage transformer, the layers under it."""
     out = [store]
-    while getattr(out[-1], "_base", None) is not None:
-        out.append(out[-1]._base)
+    while getattr(out[-1], "bound", False):
+        out.append(out[-1].base)
     return out
 
 

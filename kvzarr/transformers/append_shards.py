@@ -131,5 +131,5 @@ class AppendShards(Transformer):
         ``native_appends`` (1 when the store below appends, else every shard write is a
         plain rewrite and nothing is counted)."""
         out = self._policy.counts()
-        out["native_appends"] = int(self._base is not None and self.base.capabilities.appends)
+        out["native_appends"] = int(self.bound and self.base.capabilities.appends)
         return out
