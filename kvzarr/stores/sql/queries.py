@@ -91,7 +91,6 @@ class Queries:
                       f"coalesce((SELECT max(s.e) FROM {s} AS s WHERE s.k = m.k), 0) END "
                       f"FROM {t} AS m WHERE m.k = ?")
         self.seg_values = q(f"SELECT v FROM {s} WHERE k = ? ORDER BY e")
-        self.seg_map = q(f"SELECT e, {length}(v) FROM {s} WHERE k = ? ORDER BY e")
         self.seg_size = q(f"SELECT max(e) FROM {s} WHERE k = ?")
         self.seg_insert = q(f"INSERT INTO {s} (k, e, v) VALUES (?, ?, ?)")
         # the row's bytes become the first segment, inside the database
@@ -104,6 +103,11 @@ class Queries:
         self.seg_any = f"SELECT 1 FROM {s} LIMIT 1"
         self.seg_of = q(f"SELECT 1 FROM {s} WHERE k = ? LIMIT 1")
         self._piece = ("substring(v from ? for ?)" if self.pg else "substr(v, ?, ?)")
+        entry = (f"s.e::text || ':' || {length}(s.v)::text" if self.pg
+                 else f"s.e || ':' || {length}(s.v)")
+        agg = f"string_agg({entry}, ' ')" if self.pg else f"group_concat({entry}, ' ')"
+        self._segment_map = (f"CASE WHEN {length}(m.v) = 0 THEN coalesce((SELECT {agg} "
+                             f"FROM {s} AS s WHERE s.k = m.k), '') END")
 
     # -- statements built per shape ------------------------------------------------------
 
@@ -144,7 +148,9 @@ class Queries:
     def ranges(self, key: str, requests: Sequence[ByteRequest | None]) -> tuple[str, list]:
         """``SELECT`` of the requested pieces of one value as the columns of one row
         (None = the whole value), and its parameters. Offsets are 1-based in SQL. With a
-        segments table, a last column holds the row's length (0: maybe appended)."""
+        segments table, a last column holds the segment map of an appended value
+        (``"e:length e:length ..."``, in any order), computed only for an empty row: NULL
+        for any other row, ``''`` for an empty value."""
         kinds: list[str] = []
         params: list[Any] = []
         for r in requests:
@@ -169,9 +175,8 @@ class Queries:
         sql = self._cache.get(shape)
         if sql is None:
             columns = ", ".join([self._pieces[k] for k in kinds]
-                                + (["length(v)" if not self.pg else "octet_length(v)"]
-                                   if self.segments is not None else []))
-            sql = f"SELECT {columns} FROM {self._t} WHERE k = ?".replace("?", self._ph)
+                                + ([self._segment_map] if self.segments is not None else []))
+            sql = f"SELECT {columns} FROM {self._t} AS m WHERE m.k = ?".replace("?", self._ph)
             if len(self._cache) < 4096:  # shapes are few in practice; never unbounded
                 self._cache[shape] = sql
         return sql, params

@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from itertools import chain
 from typing import Any
@@ -209,56 +209,46 @@ class SQLStore(Store):
             if row is None:
                 return [None] * len(requests)
             if self._appendable:
-                if not row[-1]:       # the row is empty: the value may be appended
-                    return self._ranges_appended(key, requests)
+                if row[-1]:       # the segment map of an appended value
+                    return self._ranges_appended(key, requests, row[-1])
                 row = row[:-1]
             out.extend(self._value(v) for v in row)
         return out
 
     # -- appended values (stores/sql.md, "Appended values") --------------------------------
 
-    def _snapshot(self) -> AbstractContextManager:
-        """One read snapshot for a read of several statements: the open transaction, or
-        a read transaction of its own."""
-        if self._current_transaction() is not None:
-            return nullcontext()
-        return self.transaction(write=False)
-
     def _get_appended(self, key: str) -> bytes | None:
-        """The whole value of a key whose row was empty, read again in one snapshot."""
-        with self._snapshot():
-            row = self._fetch_one(self._q.get, (key,), key)
-            if row is None or row[0]:     # erased or replaced since the first read
-                return None if row is None else self._value(row[0])
-            with self._reading(key) as cur:
-                cur.execute(self._q.seg_values, (key,))
-                return b"".join(self._value(r[0]) for r in cur.fetchall())
+        """The whole value of a key whose row was empty: its segments, read in the
+        snapshot that read the row (outside a transaction, both read again in one)."""
+        if self._current_transaction() is None:
+            with self.transaction(write=False):
+                return self._get(key)
+        with self._reading(key) as cur:
+            cur.execute(self._q.seg_values, (key,))
+            return b"".join(self._value(r[0]) for r in cur.fetchall())
 
-    def _ranges_appended(self, key: str, requests: Sequence[ByteRequest | None]
-                         ) -> list[Any]:
-        """Byte ranges of a key whose row was empty, in one snapshot: the segment map,
-        then the pieces of the segments the ranges overlap (one statement)."""
-        with self._snapshot():
-            row = self._fetch_one(self._q.length, (key,), key)
-            if row is None:
-                return [None] * len(requests)
-            if row[0]:                   # replaced by a plain value since the first read
+    def _ranges_appended(self, key: str, requests: Sequence[ByteRequest | None],
+                         segment_map: str) -> list[Any]:
+        """Byte ranges of an appended value whose segment map (``"e:length ..."``) the
+        ranges statement returned: the pieces of the segments each range overlaps, in one
+        statement, in the snapshot that read the map (outside a transaction, both are
+        read again in one)."""
+        if self._current_transaction() is None:
+            with self.transaction(write=False):
                 return self._get_ranges(key, requests)
-            with self._reading(key) as cur:
-                cur.execute(self._q.seg_map, (key,))
-                segments = [(int(e), int(n)) for e, n in cur.fetchall()]
-                size = segments[-1][0] if segments else 0
-                spans = [_span(r, size) for r in requests]
-                pieces: list[tuple[int, int, int]] = []
-                owners: list[int] = []
-                for which, (start, end) in enumerate(spans):
-                    for e, n in segments:
-                        lo = max(start, e - n)
-                        hi = min(end, e)
-                        if lo < hi:
-                            pieces.append((e, lo - (e - n), hi - lo))
-                            owners.append(which)
-                got = self._q.segment_pieces(cur, key, pieces) if pieces else []
+        segments = sorted(tuple(map(int, item.split(":"))) for item in segment_map.split())
+        size = segments[-1][0] if segments else 0
+        pieces: list[tuple[int, int, int]] = []
+        owners: list[int] = []
+        for which, request in enumerate(requests):
+            start, end = _span(request, size)
+            for e, n in segments:
+                lo, hi = max(start, e - n), min(end, e)
+                if lo < hi:
+                    pieces.append((e, lo - (e - n), hi - lo))
+                    owners.append(which)
+        with self._reading(key) as cur:
+            got = self._q.segment_pieces(cur, key, pieces) if pieces else []
         parts: list[list[bytes]] = [[] for _ in requests]
         for which, piece in zip(owners, got):
             parts[which].append(self._value(piece))
@@ -289,11 +279,7 @@ class SQLStore(Store):
             found = self._q.get_many(cur, keys)
         if self._appendable and b"" in found.values():
             for k in [k for k, v in found.items() if not v]:
-                value = self._get_appended(k)
-                if value is None:
-                    del found[k]
-                else:
-                    found[k] = value
+                found[k] = self._get_appended(k)    # in get_many's read transaction
         get = found.get
         out = [get(k) for k in keys]
         if self._bytes_native and None not in out:
