@@ -46,43 +46,49 @@ _ops = st.lists(st.one_of(
     max_size=25)
 
 
-@pytest.mark.parametrize("backend", APPENDING)
+@pytest.fixture(params=APPENDING)
+def appending_store(request, tmp_path):
+    """One store per test (not per example: each example starts by erasing it)."""
+    factory = BACKENDS[request.param](tmp_path)
+    try:
+        yield factory.make()
+    finally:
+        factory.close_all()
+
+
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(ops=_ops)
-def test_appends_behave_like_a_dict_of_bytes(backend, tmp_path, ops):
-    factory = BACKENDS[backend](tmp_path / uuid.uuid4().hex)
-    store = factory.make()
+def test_appends_behave_like_a_dict_of_bytes(appending_store, ops):
+    store = appending_store
+    store.erase_prefix("")
     model: dict[str, bytes] = {}
-    try:
-        for op, key, arg in ops:
-            k = f"m/{key}"
-            if op == "set":
-                store.set(k, arg)
-                model[k] = arg
-            elif op == "append":
-                if k in model:
-                    store.append(k, arg, expected_size=len(model[k]))
-                    model[k] += arg
-                else:
-                    with pytest.raises(AppendConflictError):
-                        store.append(k, arg, expected_size=0)
-            elif op == "stale append":      # a size read before someone else wrote
-                with pytest.raises(AppendConflictError):
-                    store.append(k, arg, expected_size=len(model.get(k, b"")) + len(arg))
-            elif op == "erase":
-                store.erase(k)
-                model.pop(k, None)
+    for op, key, arg in ops:
+        k = f"m/{key}"
+        if op == "set":
+            store.set(k, arg)
+            model[k] = arg
+        elif op == "append":
+            if k in model:
+                store.append(k, arg, expected_size=len(model[k]))
+                model[k] += arg
             else:
-                want = model.get(k)
-                got = store.get_partial_values([(k, r) for r in arg])
-                assert got == [None if want is None else _cut(want, r) for r in arg]
-            assert store.get(k) == model.get(k)
-            assert store.getsize(k) == (None if k not in model else len(model[k]))
-        assert dict(zip(sorted(model), store.get_many(sorted(model)))) == model
-        assert list(store.list_prefix("m/")) == sorted(model)
-    finally:
-        factory.close_all()
+                with pytest.raises(AppendConflictError):
+                    store.append(k, arg, expected_size=0)
+        elif op == "stale append":      # a size read before someone else wrote
+            with pytest.raises(AppendConflictError):
+                store.append(k, arg, expected_size=len(model.get(k, b"")) + len(arg))
+        elif op == "erase":
+            store.erase(k)
+            model.pop(k, None)
+        else:
+            want = model.get(k)
+            got = store.get_partial_values([(k, r) for r in arg])
+            assert got == [None if want is None else _cut(want, r) for r in arg]
+        assert store.get(k) == model.get(k)
+        assert store.getsize(k) == (None if k not in model else len(model[k]))
+    assert dict(zip(sorted(model), store.get_many(sorted(model)))) == model
+    assert list(store.list_prefix("m/")) == sorted(model)
 
 
 def _cut(value: bytes, r) -> bytes:

@@ -123,7 +123,7 @@ def test_a_killed_tile_writer_leaves_every_shard_old_or_new(kind, tmp_path, monk
                             args=(kind, location, step, fsync, done, ready))
             p.start()
             assert ready.wait(60), "the writer did not start"
-            time.sleep(rng.uniform(0.0, 0.03 if kind == "filesystem" else 0.08))
+            time.sleep(rng.uniform(0.0, 0.03 if kind == "filesystem" else 0.05))
             os.kill(p.pid, signal.SIGKILL)
             p.join(30)
             finished = done.value
