@@ -40,8 +40,8 @@ except ImportError:  # no flock (Windows): no appends
     fcntl = None  # type: ignore[assignment]
 
 from ..errors import (AppendConflictError, InvalidKeyError, KvzarrError, StoreError,
-                      StoreFullError, UnsupportedOperationError, ValueTypeError)
-from .byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
+                      StoreFullError, UnsupportedOperationError)
+from .byteranges import ByteRequest, request_span
 from ..runtime import workers
 from .base import Capabilities, Store
 
@@ -122,20 +122,13 @@ class FilesystemStore(Store):
             os.close(fd)
 
     def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
-        if not isinstance(request, (RangeRequest, OffsetRequest, SuffixRequest)):
-            raise ValueTypeError(f"not a byte request: {request!r}")
+        request_span(request, 0)          # a bad request fails before the file is opened
         opened = self._open_value(key)
         if opened is None:
             return None
         fd, size = opened
         try:
-            if isinstance(request, RangeRequest):
-                start, end = min(request.start, size), min(request.end, size)
-            elif isinstance(request, OffsetRequest):
-                start, end = min(request.offset, size), size
-            else:
-                start, end = (max(0, size - request.suffix), size) if request.suffix \
-                    else (size, size)
+            start, end = request_span(request, size)
             return _pread_exactly(fd, end - start, start)
         except OSError as e:
             raise _translate(e, key) from e

@@ -19,8 +19,7 @@ from typing import Any
 from sortedcontainers import SortedDict
 
 from ..errors import AppendConflictError
-from .byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest, \
-    apply_byte_request
+from .byteranges import ByteRequest, apply_byte_request, request_span
 from .base import Capabilities, Store
 from .keys import prefix_successor
 from .overlay import DELETED, merged_keys
@@ -41,15 +40,7 @@ class Appended:
 
     def cut(self, request: ByteRequest) -> bytes:
         """The bytes of ``request``, taken from the parts it overlaps only."""
-        size = self.size
-        if isinstance(request, RangeRequest):
-            start, end = min(request.start, size), min(request.end, size)
-        elif isinstance(request, OffsetRequest):
-            start, end = min(request.offset, size), size
-        elif isinstance(request, SuffixRequest):
-            start, end = (max(0, size - request.suffix), size) if request.suffix else (size, size)
-        else:
-            return apply_byte_request(self.join(), request)   # raises for a bad request
+        start, end = request_span(request, self.size)
         out = []
         at = 0
         for part in self.parts:

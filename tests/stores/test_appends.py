@@ -98,7 +98,7 @@ def _cut(value: bytes, r) -> bytes:
         return value[r.start:r.end]
     if isinstance(r, OffsetRequest):
         return value[r.offset:]
-    return value[len(value) - r.suffix:] if r.suffix else b""
+    return value[max(0, len(value) - r.suffix):] if r.suffix else b""
 
 
 # --- filesystem: the append marker ------------------------------------------------------

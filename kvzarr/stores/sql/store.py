@@ -41,8 +41,8 @@ from dataclasses import replace
 from itertools import chain
 from typing import Any
 
-from ...errors import AppendConflictError, ValueTypeError
-from ..byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
+from ...errors import AppendConflictError
+from ..byteranges import ByteRequest, request_span
 from ..base import Capabilities, Store
 from ..keys import check_key, prefix_successor
 from .backends import Backend, Txn, open_backend, translate
@@ -241,7 +241,7 @@ class SQLStore(Store):
         pieces: list[tuple[int, int, int]] = []
         owners: list[int] = []
         for which, request in enumerate(requests):
-            start, end = _span(request, size)
+            start, end = request_span(request, size)
             for e, n in segments:
                 lo, hi = max(start, e - n), min(end, e)
                 if lo < hi:
@@ -512,15 +512,3 @@ class SQLStore(Store):
         ro = ", read_only=True" if self.read_only else ""
         return f"SQLStore({self._backend.display!r}, table={self.layout.table!r}{ro})"
 
-
-def _span(request: ByteRequest | None, size: int) -> tuple[int, int]:
-    """``[start, end)`` of ``request`` in a value of ``size`` bytes, clipped to it."""
-    if request is None:
-        return 0, size
-    if isinstance(request, RangeRequest):
-        return min(request.start, size), min(request.end, size)
-    if isinstance(request, OffsetRequest):
-        return min(request.offset, size), size
-    if isinstance(request, SuffixRequest):
-        return (max(0, size - request.suffix), size) if request.suffix else (size, size)
-    raise ValueTypeError(f"not a byte request: {request!r}")
