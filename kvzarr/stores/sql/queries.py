@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ..byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
-from ...errors import ValueTypeError
+from ...errors import StoreError, ValueTypeError
 
 #: keys per ``IN (...)`` list and rows per multi-row INSERT
 BATCH = 500
@@ -200,7 +200,10 @@ class Queries:
                 params += (start + 1, length, key, e)
             cur.execute(sql, params)
             got = dict(cur.fetchall())
-            out.extend(got.get(n) for n in range(len(part)))
+            if len(got) != len(part):    # the map was read in this snapshot: never absent
+                raise StoreError(f"{len(part) - len(got)} segment(s) of an appended value "
+                                 f"are missing from the segments table", key=key)
+            out.extend(got[n] for n in range(len(part)))
         return out
 
     def delete_segments(self, cur: Any, keys: Iterable[str]) -> None:
