@@ -16,6 +16,8 @@ from typing import Any
 
 #: TensorStore on every kvstore it was run on, and zarr-python 2's LMDBStore
 LMDB_PEERS = ["ts-file", "ts-ocdbt", "ts-zip", "zarr2-lmdb"]
+#: the append-only shard writer (AppendShards) against the same store rewriting shards
+APPEND_VARIANTS = {"kvzarr-fs-append": "kvzarr-fs", "kvzarr-sql-append": "kvzarr-sql"}
 #: the variants nearest the peer's durability (zarr-python 2's LMDBStore never syncs;
 #: SQLite's nearest is synchronous=NORMAL), shown beside a default store's W6 row
 EQUAL_DURABILITY = {"kvzarr-lmdb": "kvzarr-lmdb-nosync", "kvzarr-sql": "kvzarr-sql-normal"}
@@ -109,6 +111,12 @@ def check(res: Any) -> list[Bar]:
     # of the same store's read speed
     for store in ("kvzarr-lmdb", "kvzarr-sql"):
         b.against(f"{store}-checksum", "W1", "read all, uncompressed", [store], 0.85)
+    # W3: appending tiles to shards writes at most a tenth of the bytes and runs at least
+    # 3x the tiles/s of rewriting them, on the same store in the same run
+    for ours, plain in APPEND_VARIANTS.items():
+        b.against(ours, "W3", "sharded: bytes written per tile", [plain], 10,
+                  f"{plain} (1/10 of its bytes)")
+        b.against(ours, "W3", "sharded: tile writes", [plain], 3)
     # W6: 4 writers on disjoint chunks at zarr-python 2's LMDBStore's speed (also nearer
     # its durability, where the variant ran), none lost on shared chunks
     for ours in ("kvzarr-lmdb", "kvzarr-sql"):

@@ -11,6 +11,7 @@ from . import errors
 from .api import (array, create_array, create_group, full, group, ones, open, open_array,
                   open_group, open_store, zeros)
 from .array import Array
+from .compaction import compact
 from .engine.config import ArrayConfig
 from .group import Group
 from .stores import FilesystemStore, MemoryStore, Store
@@ -18,5 +19,5 @@ from .stores import FilesystemStore, MemoryStore, Store
 __version__ = "0.1.0"
 
 __all__ = ["Array", "ArrayConfig", "FilesystemStore", "Group", "MemoryStore", "Store", "array",
-           "create_array", "create_group", "errors", "full", "group", "ones", "open",
-           "open_array", "open_group", "open_store", "zeros"]
+           "compact", "create_array", "create_group", "errors", "full", "group", "ones",
+           "open", "open_array", "open_group", "open_store", "zeros"]

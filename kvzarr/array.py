@@ -12,11 +12,14 @@ import functools
 import itertools
 import math
 from dataclasses import replace
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .engine.chunk_io import ChunkIO
+from .engine.compaction import (CompactionReport, compact_chunks, compactable,
+                                stored_chunk_keys)
 from .engine.config import DEFAULT_CONFIG, ArrayConfig
 from .codecs.base import ChunkArraySpec
 from .codecs.pipeline import CodecPipeline
@@ -188,14 +191,22 @@ class Array(Node):
         return sum(1 for _ in self._stored_chunk_coords())
 
     def _stored_chunk_coords(self):
-        cke = self.metadata.chunk_key_encoding
-        base = f"{self.path}/" if self.path else ""
-        listing = self.store.list_prefix(base + cke.chunk_prefix)
-        grid = self.metadata.chunk_grid.grid_shape
-        for key in listing:
-            coords = cke.decode(key[len(base):], self.ndim)
-            if coords is not None and all(c < n for c, n in zip(coords, grid)):
-                yield coords
+        return iter(self._io.stored_chunk_coords())
+
+    def compact(self, *, dry_run: bool = False,
+                progress: Callable[[str], None] | None = None) -> CompactionReport:
+        """Lay every stored shard that holds garbage (left by appended partial writes,
+        see :class:`kvzarr.transformers.AppendShards`) out again without it, each shard
+        in its own write transaction; ``progress(key)`` is called after each shard.
+        Shards that cannot be read are reported (``report.corrupt``) and left as they
+        are. An array without shards (or whose shards are compressed whole) has nothing
+        to compact. See :mod:`kvzarr.engine.compaction`."""
+        if not dry_run:
+            self._check_writable()
+        if not compactable(self._io):
+            return CompactionReport()
+        return compact_chunks(self._io, stored_chunk_keys(self._io), dry_run=dry_run,
+                              progress=progress)
 
     @property
     def nbytes(self) -> int:

@@ -190,6 +190,11 @@ class ConflictError(StoreError):
     after the configured retries."""
 
 
+class AppendConflictError(ConflictError):
+    """A compare-and-append found the value absent or not of the size the appender read
+    (another writer changed it in between); nothing was written. Re-read and retry."""
+
+
 class StoreFullError(StoreError):
     """The store ran out of space (disk or database map); nothing of the failed write
     was kept."""

@@ -191,6 +191,37 @@ def test_store_bars_compare_with_the_named_peers_and_raw_engines():
     assert not any("kvzarr-sql ≥ zarr2-sqlite" in label and "W1" in label for label in rows)
 
 
+def test_append_bars_hold_each_append_variant_against_its_plain_store():
+    names = ["kvzarr-fs", "kvzarr-fs-append", "kvzarr-sql", "kvzarr-sql-append"]
+    run = _run([
+        _w("kvzarr-fs", "W3", _metric("sharded: tile writes", 100.0, unit="tiles/s"),
+           _metric("sharded: bytes written per tile", 1600.0, unit="KiB", better="lower")),
+        _w("kvzarr-fs-append", "W3",
+           _metric("sharded: tile writes", 450.0, unit="tiles/s"),
+           _metric("sharded: bytes written per tile", 25.0, unit="KiB", better="lower")),
+        _w("kvzarr-sql", "W3", _metric("sharded: tile writes", 50.0, unit="tiles/s"),
+           _metric("sharded: bytes written per tile", 3000.0, unit="KiB", better="lower")),
+        _w("kvzarr-sql-append", "W3",
+           _metric("sharded: tile writes", 120.0, unit="tiles/s"),
+           _metric("sharded: bytes written per tile", 400.0, unit="KiB", better="lower")),
+    ])
+    run["systems"] = {n: {k: v for k, v in vars(SYSTEMS[n]).items() if k != "kwargs"}
+                      for n in names}
+    run["workloads"]["W3"] = {"title": "W3 sharding", "params": {}}
+    rows = {line.split(" | ")[0].lstrip("| "): line
+            for line in report.render(run).splitlines() if line.startswith("| W3")}
+
+    def verdict(label):
+        return rows[label].rstrip(" |").rsplit("| ", 1)[1]
+
+    assert verdict("W3 sharded: tile writes: kvzarr-fs-append ≥ 3× kvzarr-fs") == "pass"
+    assert verdict("W3 sharded: bytes written per tile: kvzarr-fs-append ≥ 10× kvzarr-fs "
+                   "(1/10 of its bytes)") == "pass"                       # 64x fewer
+    assert verdict("W3 sharded: tile writes: kvzarr-sql-append ≥ 3× kvzarr-sql") == "FAIL"
+    assert verdict("W3 sharded: bytes written per tile: kvzarr-sql-append ≥ 10× kvzarr-sql "
+                   "(1/10 of its bytes)") == "FAIL"                       # only 7.5x
+
+
 def test_chart_is_drawn(tmp_path):
     pytest.importorskip("matplotlib")
     from benchmarks.chart import draw

@@ -83,6 +83,10 @@ class CountingStore(MemoryStore):
         self.reads.append(key)
         return super()._get(key)
 
+    def _exists(self, key):
+        self.reads.append(key)
+        return super()._exists(key)
+
     def _set(self, key, value):
         self.writes.append(key)
         super()._set(key, value)

@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "kvzarr"
 _ABOVE_STORES = ["kvzarr.codecs", "kvzarr.grid", "kvzarr.indexing", "kvzarr.array",
                  "kvzarr.group", "kvzarr.metadata", "kvzarr.engine", "kvzarr.api",
                  "kvzarr.hierarchy", "kvzarr.creation", "kvzarr.node", "kvzarr.cli",
-                 "kvzarr.attributes"]
+                 "kvzarr.attributes", "kvzarr.compaction"]
 
 # layer -> kvzarr modules it must never import (prefix match on the dotted name)
 FORBIDDEN = {
@@ -40,7 +40,8 @@ FORBIDDEN = {
     "kvzarr.grid": ["kvzarr.codecs", "kvzarr.stores", "kvzarr.indexing", "kvzarr.array",
                     "kvzarr.engine"],
     "kvzarr.metadata.dtypes": ["kvzarr.codecs", "kvzarr.stores", "kvzarr.metadata.v3"],
-    "kvzarr.array": ["kvzarr.group", "kvzarr.api", "kvzarr.hierarchy"],
+    "kvzarr.array": ["kvzarr.group", "kvzarr.api", "kvzarr.hierarchy", "kvzarr.compaction"],
+    "kvzarr.compaction": ["kvzarr.cli"],
     "kvzarr.hierarchy": ["kvzarr.group", "kvzarr.api"],
     "kvzarr.group": ["kvzarr.api"],
     "kvzarr.errors": ["kvzarr."],

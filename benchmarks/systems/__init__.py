@@ -91,6 +91,13 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
       for store, what, limit, durability in (
           ("lmdb", "LMDBStore", "raw-lmdb", "transactional, fsync per commit"),
           ("sql", "SQLStore (SQLite)", "raw-sqlite", "transactional, WAL, synchronous=FULL"))],
+    # the append-only shard writer (AppendShards, max_garbage 0.5) on the stores that
+    # append natively: partial shard writes append instead of rewriting the shard
+    _k("fs", "kvzarr FilesystemStore + AppendShards", "raw-files",
+       "atomic per key (appends too), no fsync", "-append",
+       transformers=["append_shards"]),
+    _k("sql", "kvzarr SQLStore (SQLite) + AppendShards", "raw-sqlite",
+       "transactional, WAL, synchronous=FULL", "-append", transformers=["append_shards"]),
     SystemInfo("zarr3-local", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",
                "zarr-python 3 LocalStore", "atomic per key, no fsync", {"store": "local"}),
     SystemInfo("zarr3-zip", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",

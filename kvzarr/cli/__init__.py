@@ -4,6 +4,7 @@
     kvzarr info STORE [PATH]   show the hierarchy or one array
     kvzarr upgrade URL [--table T]   migrate a SQL store to this kvzarr's schema
     kvzarr verify STORE [PATH] [--repair-missing]   check every value against its checksum
+    kvzarr compact STORE [PATH] [--dry-run]   rewrite appended shards without their garbage
 
 Exit status: 0 on success, 1 when the command found something wrong (a failed check),
 2 when it could not run (a kvzarr error, printed on stderr).
@@ -14,11 +15,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import demo, info, upgrade, verify
+from . import compact, demo, info, upgrade, verify
 
 #: the subcommand modules, in the order ``kvzarr --help`` lists them; each has
 #: ``add_parser(subparsers)``, which sets ``run(args) -> exit status`` as the default
-SUBCOMMANDS = [demo, info, upgrade, verify]
+SUBCOMMANDS = [demo, info, upgrade, verify, compact]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,10 +34,70 @@ class ChunkArraySpec:
         return replace(self, data_type=data_type)
 
 
+class AppendPolicy(Protocol):
+    """How a codec may update a stored value that ends in an index (a shard): the
+    sharding specification's append-only write strategy ("Binary shard format"), where
+    changed inner chunks and a new index are appended and what they replace becomes
+    garbage. Offered by ``Store.append_policy()`` (the AppendShards storage transformer)
+    through :attr:`ByteSource.append_policy`; the hooks count what was done, once the
+    store has done it. Thread-safe."""
+
+    #: garbage a value may hold, as a fraction of its size, before an update rewrites it
+    #: densely instead of appending (0 <= max_garbage <= 1)
+    max_garbage: float
+
+    def appended(self, nbytes: int, garbage_added: int) -> None:
+        """An append of ``nbytes`` was stored, turning ``garbage_added`` bytes to garbage."""
+
+    def compacted(self, reclaimed: int) -> None:
+        """A value was rewritten densely, ``reclaimed`` bytes of garbage fewer."""
+
+    def fell_back(self, reason: str) -> None:
+        """A value was rewritten because it could not be appended to (``reason``)."""
+
+    def retried(self) -> None:
+        """An append found the value changed by another writer and was computed again."""
+
+
+@dataclass(frozen=True, slots=True)
+class AppendUpdate:
+    """What :meth:`ArrayBytesCodec.encode_partial` returns, under an append policy, to
+    extend the stored value instead of replacing it: ``Store.append(key, data,
+    expected_size=expected_size)``."""
+    data: bytes
+    #: the size of the value the update was computed from (a compare-and-append)
+    expected_size: int
+    #: garbage bytes in the value once ``data`` is appended
+    garbage: int
+    #: of those, the bytes this update turns into garbage (what it replaces, the old index)
+    garbage_added: int
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteUpdate:
+    """What :meth:`ArrayBytesCodec.encode_partial` returns, under an append policy, when
+    it rewrites the value whole: ``data`` (None: erase the key) because garbage would pass
+    the policy's limit (``compaction``, ``reclaimed`` bytes of garbage gone) or because
+    the value cannot be appended to (``reason``)."""
+    data: bytes | None
+    compaction: bool
+    reason: str
+    reclaimed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    """A value laid out again without garbage (:meth:`ArrayBytesCodec.compact`)."""
+    data: bytes
+    reclaimed: int
+
+
 class ByteSource(Protocol):
     """Read access to one stored value, given to codecs that decode parts of it."""
 
     key: str
+    #: the store's append policy for this value, or None to rewrite values whole
+    append_policy: AppendPolicy | None
 
     def get(self) -> bytes | None:
         """The whole value, or None if it is absent."""
@@ -45,6 +105,9 @@ class ByteSource(Protocol):
     def get_ranges(self, requests: Sequence[ByteRequest]) -> list[bytes] | None:
         """The bytes of each request (near requests may be read as one), or None if the
         value is absent."""
+
+    def size(self) -> int | None:
+        """The size of the value in bytes, or None if it is absent."""
 
 
 class Codec(ABC):
@@ -121,10 +184,19 @@ class ArrayBytesCodec(Codec):
         raise NotImplementedError
 
     def encode_partial(self, source: ByteSource, selection: tuple[Any, ...], value: np.ndarray,
-                       spec: ChunkArraySpec) -> bytes | None:
+                       spec: ChunkArraySpec
+                       ) -> bytes | None | AppendUpdate | RewriteUpdate:
         """The new encoded value after ``chunk[selection] = value``, reusing what it can of
-        the stored value; None when the result is empty and the key should be erased."""
+        the stored value; None when the result is empty and the key should be erased.
+        With ``source.append_policy`` a codec may return an :class:`AppendUpdate` (or a
+        :class:`RewriteUpdate` saying why it did not)."""
         raise NotImplementedError
+
+    def compact(self, data: bytes, spec: ChunkArraySpec,
+                key: str | None = None) -> Compacted | None:
+        """``data`` laid out again without garbage, or None when it has none (or the
+        codec leaves none). Raises CodecError for a value it cannot read."""
+        return None
 
 
 class BytesBytesCodec(Codec):

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError, KvzarrError, MetadataError
-from .base import (ArrayArrayCodec, ArrayBytesCodec, ByteSource, BytesBytesCodec, ChunkArraySpec,
-                   Codec)
+from .base import (AppendUpdate, ArrayArrayCodec, ArrayBytesCodec, ByteSource, BytesBytesCodec,
+                   ChunkArraySpec, Codec, Compacted, RewriteUpdate)
 
 
 class CodecPipeline:
@@ -125,8 +125,18 @@ class CodecPipeline:
         return self.array_bytes.decode_partial(source, selection, spec)
 
     def encode_partial(self, source: ByteSource, selection: tuple[Any, ...], value: np.ndarray,
-                       spec: ChunkArraySpec) -> bytes | None:
+                       spec: ChunkArraySpec
+                       ) -> bytes | None | AppendUpdate | RewriteUpdate:
         return self.array_bytes.encode_partial(source, selection, value, spec)
+
+    def compact(self, data: bytes, spec: ChunkArraySpec,
+                key: str | None = None) -> Compacted | None:
+        """The stored chunk ``data`` without garbage, or None when there is nothing to
+        reclaim: only a pipeline whose chunks are updated in part (a shard with nothing
+        around it) can hold garbage."""
+        if not self.supports_partial:
+            return None
+        return self.array_bytes.compact(data, spec, key)
 
     def encoded_size(self, spec: ChunkArraySpec) -> int | None:
         """Fixed encoded size of every chunk of ``spec``, or None."""

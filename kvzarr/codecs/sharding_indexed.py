@@ -28,8 +28,14 @@ Promises:
   with one ``get_ranges`` call (one ``get`` when every inner chunk is needed).
   ``encode_partial`` decodes only the inner chunks the selection partly covers and copies
   untouched inner chunks' encoded bytes verbatim.
-* Many inner chunks are encoded and decoded in a shared thread pool
-  (:mod:`.sharding.parallel`).
+* Many inner chunks are encoded and decoded in the shared worker pool.
+* Under an append policy (``source.append_policy``, from the AppendShards storage
+  transformer), a partial write appends the inner chunks it changes and a new index
+  (:class:`AppendUpdate`, the specification's append-only strategy; :mod:`.sharding.append`)
+  instead of rewriting the shard: untouched inner chunks keep their offsets and are not
+  read. It rewrites the shard densely (:class:`RewriteUpdate`) when garbage would pass
+  ``max_garbage`` of its size, and when the shard cannot be appended to (an index at the
+  start, an index without crc32c). ``compact`` lays a shard out again without garbage.
 """
 
 from __future__ import annotations
@@ -41,11 +47,13 @@ from typing import Any
 import numpy as np
 
 from ..stores.byteranges import RangeRequest, SuffixRequest
-from ..errors import CodecError, MetadataError, ShapeMismatchError
+from ..errors import AppendConflictError, CodecError, MetadataError, ShapeMismatchError
 from ..indexing import OrthogonalIndexer
-from .base import ArrayBytesCodec, ByteSource, ChunkArraySpec, Codec
+from .base import (AppendUpdate, ArrayBytesCodec, ByteSource, ChunkArraySpec, Codec, Compacted,
+                   RewriteUpdate)
 from .pipeline import CodecPipeline
 from .registry import codecs_from_json, register_codec
+from .sharding.append import COMPACTION, append_refusal, appended_index, garbage
 from .sharding.layout import MISSING, ShardIndex, ShardLayout, index_data_type, make_layout
 from ..runtime.workers import map_items, worth_threads
 
@@ -212,6 +220,22 @@ class ShardingCodec(ArrayBytesCodec):
             raise CodecError(f"truncated shard: {memoryview(data).nbytes} bytes, shorter than "
                              f"its {size}-byte index", key=key)
         return self._decode_index(data, layout, key)
+
+    def _read_index_at(self, source: ByteSource, layout: ShardLayout, size: int,
+                       key: str | None) -> ShardIndex | None:
+        """The index of the shard as it was when it held ``size`` bytes (the index at the
+        end, read as a range, not a suffix: where another writer may append between the
+        two reads, the index read is still the one at ``size``); None if the shard is
+        absent. AppendConflictError if it is shorter now (replaced meanwhile)."""
+        if size < layout.index_size:
+            raise CodecError(f"truncated shard: {size} bytes, shorter than its "
+                             f"{layout.index_size}-byte index", key=key)
+        got = source.get_ranges([RangeRequest(size - layout.index_size, size)])
+        if got is None:
+            return None
+        if memoryview(got[0]).nbytes != layout.index_size:
+            raise AppendConflictError("the shard was replaced while it was read", key=key)
+        return self._decode_index(got[0], layout, key)
 
     def _parse_whole(self, data: Any, layout: ShardLayout,
                      key: str | None) -> tuple[memoryview, ShardIndex]:
@@ -383,7 +407,8 @@ class ShardingCodec(ArrayBytesCodec):
         return index, dict(zip(need, got))
 
     def encode_partial(self, source: ByteSource, selection: tuple[Any, ...], value: np.ndarray,
-                       spec: ChunkArraySpec) -> bytes | None:
+                       spec: ChunkArraySpec
+                       ) -> bytes | None | AppendUpdate | RewriteUpdate:
         layout = self._layout(spec.shape)
         key = getattr(source, "key", None)
         indexer = OrthogonalIndexer(selection, layout.grid)
@@ -395,18 +420,23 @@ class ShardingCodec(ArrayBytesCodec):
                 raise ShapeMismatchError(
                     f"value of shape {value.shape} does not fit the selection of shape "
                     f"{indexer.shape}", key=key) from None
-        value = value.reshape(indexer.buffer_shape)
-        projections = list(indexer)
-        ids = [layout.flat_id(p.chunk_coords) for p in projections]
-        touched = set(ids)
-        partly = {i for p, i in zip(projections, ids) if not p.is_complete_chunk}
+        update = _Update(layout, list(indexer), value.reshape(indexer.buffer_shape))
+        whole = not update.partly and len(update.touched) == layout.nchunks
+        policy = getattr(source, "append_policy", None)
+        if policy is None or whole:
+            return self._rewrite(source, update, spec, key)
+        refusal = append_refusal(self.index_location,
+                                 [c.name for c in self.index_codecs.codecs])
+        if refusal is not None:
+            return RewriteUpdate(self._rewrite(source, update, spec, key), False, refusal)
+        return self._append(source, update, spec, key, policy)
 
-        if not partly and len(touched) == layout.nchunks:
-            # the write covers the whole shard: nothing old survives, nothing to read
-            index, old = ShardIndex.empty(layout.nchunks), {}
-        else:
-            index, old = self._old_chunks(source, layout, partly, touched, key)
+    def _merge(self, update: "_Update", old: dict[int, Any], spec: ChunkArraySpec,
+               key: str | None) -> dict[int, bytes | None]:
+        """The new encoded bytes (None: fill) of every inner chunk ``update`` touches;
+        ``old`` holds the stored bytes of those it covers in part."""
         inner_spec = self._inner_spec(spec)
+        partly, value = update.partly, update.value
 
         def merge(item: tuple[Any, int]) -> bytes | None:
             p, i = item
@@ -419,9 +449,20 @@ class ShardingCodec(ArrayBytesCodec):
             block[p.chunk_selection] = value[p.out_selection]
             return self._encode_inner(block, inner_spec)
 
-        items = list(zip(projections, ids))
-        new = dict(zip(ids, map_items(
+        items = list(zip(update.projections, update.ids))
+        return dict(zip(update.ids, map_items(
             merge, items, worth_threads(len(items), len(items) * self._inner_nbytes(spec)))))
+
+    def _rewrite(self, source: ByteSource, update: "_Update", spec: ChunkArraySpec,
+                 key: str | None) -> bytes | None:
+        """The whole new shard: touched inner chunks encoded again, untouched ones copied."""
+        layout = update.layout
+        if not update.partly and len(update.touched) == layout.nchunks:
+            # the write covers the whole shard: nothing old survives, nothing to read
+            index, old = ShardIndex.empty(layout.nchunks), {}
+        else:
+            index, old = self._old_chunks(source, layout, update.partly, update.touched, key)
+        new = self._merge(update, old, spec, key)
         present = index.present
         parts = []
         for i in layout.write_order.tolist():
@@ -430,6 +471,79 @@ class ShardingCodec(ArrayBytesCodec):
             elif present[i]:
                 parts.append((i, old[i]))    # untouched: encoded bytes copied verbatim
         return self._assemble(layout, parts)
+
+    def _append(self, source: ByteSource, update: "_Update", spec: ChunkArraySpec,
+                key: str | None, policy: Any) -> bytes | None | AppendUpdate | RewriteUpdate:
+        """Append the touched inner chunks and a new index (:mod:`.sharding.append`); only
+        the inner chunks covered in part are read. Past ``policy.max_garbage`` the shard
+        is rewritten densely instead. A shard that does not exist yet is written whole."""
+        layout = update.layout
+        size = source.size()
+        index = None if size is None else self._read_index_at(source, layout, size, key)
+        if index is None:
+            return self._rewrite(source, update, spec, key)
+        try:
+            index.check_bounds(size)
+        except CodecError as e:
+            raise CodecError(f"the shard's index points past its end ({e.message}); nothing "
+                             f"was written", key=key) from e
+        partly = [i for i in sorted(update.partly) if index.is_present(i)]
+        got = self._fetch(source, index, partly, key)
+        if got is None:           # erased meanwhile: nothing left to append to
+            return self._rewrite(source, update, spec, key)
+        new = self._merge(update, dict(zip(partly, got)), spec, key)
+        after, parts = appended_index(index, new, size, layout.write_rank)
+        if not after.present.any():
+            return None           # every inner chunk is the fill value: erase the shard
+        new_size = size + sum(memoryview(p).nbytes for p in parts) + layout.index_size
+        waste = garbage(after, new_size, layout.index_size)
+        if waste > policy.max_garbage * new_size:
+            keep = [i for i in np.flatnonzero(after.present).tolist() if i not in new]
+            kept = self._fetch(source, index, keep, key)
+            if kept is None:
+                return self._rewrite(source, update, spec, key)
+            stored = dict(zip(keep, kept))
+            stored.update((i, b) for i, b in new.items() if b is not None)
+            dense = self._assemble(layout, [(i, stored[i]) for i in layout.write_order.tolist()
+                                            if i in stored])
+            return RewriteUpdate(dense, True, COMPACTION, waste)
+        index_bytes = self.index_codecs.encode(after.to_array(layout), layout.index_spec)
+        if index_bytes is None or memoryview(index_bytes).nbytes != layout.index_size:
+            raise CodecError("index_codecs did not produce the fixed index size "
+                             f"{layout.index_size}", key=key)
+        return AppendUpdate(b"".join([*parts, index_bytes]), size, waste,
+                            max(waste - garbage(index, size, layout.index_size), 0))
+
+    def compact(self, data: bytes, spec: ChunkArraySpec,
+                key: str | None = None) -> Compacted | None:
+        """The shard with its stored inner chunks' encoded bytes laid out again in write
+        order and nothing between them: what a plain rewrite writes. None when the shard
+        holds no garbage. The index is verified first (CodecError: nothing to write)."""
+        layout = self._layout(spec.shape)
+        view, index = self._parse_whole(data, layout, key)
+        if garbage(index, view.nbytes, layout.index_size) == 0:
+            return None
+        present = index.present
+        dense = self._assemble(layout, [(i, view[slice(*index.range(i))])
+                                        for i in layout.write_order.tolist() if present[i]])
+        if dense is None:
+            return None
+        return Compacted(dense, view.nbytes - len(dense))
+
+
+class _Update:
+    """One partial write into a shard: its inner chunk projections, their flat ids, those
+    it touches and those it covers only in part, and the values."""
+
+    __slots__ = ("layout", "projections", "ids", "touched", "partly", "value")
+
+    def __init__(self, layout: ShardLayout, projections: list[Any], value: np.ndarray) -> None:
+        self.layout = layout
+        self.projections = projections
+        self.ids = [layout.flat_id(p.chunk_coords) for p in projections]
+        self.touched = set(self.ids)
+        self.partly = {i for p, i in zip(projections, self.ids) if not p.is_complete_chunk}
+        self.value = value
 
 
 register_codec(ShardingCodec)

@@ -1,10 +1,12 @@
 """A byte source over one key of a store: what the sharding codec reads a shard through
-(its index, then only the inner chunks it needs), with nearby ranges merged into one read.
+(its index, then only the inner chunks it needs), with nearby ranges merged into one read,
+and how it learns the store's append policy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..stores.base import Store
 from ..stores.byteranges import ByteRequest, RangeRequest, coalesce_ranges
@@ -14,11 +16,17 @@ from .config import ArrayConfig
 class StoreByteSource:
     """A ByteSource over one key of a store; nearby ranges are read as one."""
 
-    def __init__(self, store: Store, key: str, config: ArrayConfig) -> None:
+    def __init__(self, store: Store, key: str, config: ArrayConfig,
+                 append_policy: Any = None) -> None:
         self.store, self.key, self._config = store, key, config
+        #: ``store.append_policy()``, asked once per array by the caller
+        self.append_policy = append_policy
 
     def get(self) -> bytes | None:
         return self.store.get(self.key)
+
+    def size(self) -> int | None:
+        return self.store.getsize(self.key)
 
     def get_ranges(self, requests: Sequence[ByteRequest]) -> list[bytes] | None:
         ranges = [(i, r) for i, r in enumerate(requests) if isinstance(r, RangeRequest)]

@@ -10,21 +10,28 @@ equal to the fill value is erased instead of stored (unless ``write_empty_chunks
 Whole chunks are encoded before the write transaction begins; on a plain-bytes regular
 array, those a slice selection covers are laid out in one strided copy
 (:mod:`kvzarr.engine.plain_chunks`).
+
+Partial shard writes follow the store's append policy (``Store.append_policy()``, asked
+once per array): the codec decides, the engine carries out what it returns (set, erase,
+or a compare-and-append), computing it again when another writer appended first.
 """
 
 from __future__ import annotations
 
 import math
+import random
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..codecs.base import ChunkArraySpec
+from ..codecs.base import AppendUpdate, ChunkArraySpec, RewriteUpdate
 from ..codecs.bytes import BytesCodec
 from ..codecs.pipeline import CodecPipeline
-from ..errors import ChunkNotFoundError, KvzarrError
+from ..errors import (AppendConflictError, ChunkNotFoundError, KvzarrError,
+                      UnsupportedOperationError)
 from ..indexing import (ChunkProjection, CoordinateIndexer, Indexer, MaskIndexer,
                         prepare_value, to_orthogonal)
 from ..metadata.v3 import ArrayMetadata
@@ -44,6 +51,8 @@ _WRITE_BATCH_BYTES = 64 * 1024 * 1024
 _AHEAD_BYTES = 256 * 1024 * 1024
 #: reads and writes of at least this many chunks run with the garbage collector paused
 _GC_PAUSE_CHUNKS = 64
+#: times a partial shard write is computed when other writers keep appending first
+APPEND_ATTEMPTS = 6
 
 
 class ChunkIO:
@@ -69,9 +78,25 @@ class ChunkIO:
         self._plain = (not pipeline.array_array and not pipeline.bytes_bytes
                        and isinstance(pipeline.array_bytes, BytesCodec))
         self._fill_encoded: bytes | None = None
+        #: how partial shard writes update a shard (None: rewrite it)
+        self.append_policy = store.append_policy() if pipeline.supports_partial else None
 
     def key(self, coords: Sequence[int]) -> str:
         return self.prefix + self._encode_key(coords)
+
+    def stored_chunk_coords(self) -> list[tuple[int, ...]]:
+        """Grid coordinates of the chunks present in the store, in key order (keys that
+        are not chunk keys of this array, or lie outside its grid, are skipped)."""
+        cke = self.metadata.chunk_key_encoding
+        grid = self.grid.grid_shape
+        ndim = len(grid)
+        n = len(self.prefix)
+        out = []
+        for key in self.store.list_prefix(self.prefix + cke.chunk_prefix):
+            coords = cke.decode(key[n:], ndim)
+            if coords is not None and all(c < g for c, g in zip(coords, grid)):
+                out.append(coords)
+        return out
 
     def spec(self, coords: tuple[int, ...]) -> ChunkArraySpec:
         if self._regular_spec is not None:
@@ -385,25 +410,62 @@ class ChunkIO:
         return chunk
 
     def _write_part(self, p: ChunkProjection, values: np.ndarray, pointwise: bool) -> None:
-        """Write part of a shard through the codec, reusing its untouched inner chunks."""
+        """Write part of a shard through the codec, reusing its untouched inner chunks.
+        Under an append policy a compare-and-append that finds the shard changed by
+        another writer is computed again from what is stored now (a few times, then
+        ConflictError); a store that refuses to append to this value gets a rewrite."""
         spec = self.spec(p.chunk_coords)
         key = self.key(p.chunk_coords)
-        source = StoreByteSource(self.store, key, self.config)
         orth, sub = to_orthogonal(p.chunk_selection, spec.shape)
         part = values[p.out_selection]
         block_shape = _selected_shape(orth, spec.shape)
-        if not pointwise and part.size == int(np.prod(block_shape)):
-            block = np.empty(block_shape, dtype=self.dtype)  # every element is written
-        else:
-            old = self.pipeline.decode_partial(source, orth, spec)
-            block = (np.full(block_shape, self.metadata.fill_value, dtype=self.dtype)
-                     if old is None else np.array(old, copy=True))
-        block[sub] = part
-        encoded = self.pipeline.encode_partial(source, orth, block, spec)
-        if encoded is None:
+        policy = self.append_policy
+        conflicts = 0
+        while True:
+            source = StoreByteSource(self.store, key, self.config, policy)
+            if not pointwise and part.size == int(np.prod(block_shape)):
+                block = np.empty(block_shape, dtype=self.dtype)  # every element is written
+            else:
+                old = self.pipeline.decode_partial(source, orth, spec)
+                block = (np.full(block_shape, self.metadata.fill_value, dtype=self.dtype)
+                         if old is None else np.array(old, copy=True))
+            block[sub] = part
+            try:
+                update = self.pipeline.encode_partial(source, orth, block, spec)
+                if not isinstance(update, AppendUpdate):
+                    self._put(key, update, policy)
+                    return
+                self.store.append(key, update.data, expected_size=update.expected_size)
+            except AppendConflictError:
+                if policy is None:
+                    raise
+                conflicts += 1
+                if conflicts == APPEND_ATTEMPTS:
+                    raise
+                policy.retried()
+                # another writer appends to this shard right now: let it finish
+                time.sleep(random.uniform(0, 0.002) * conflicts)
+                continue
+            except UnsupportedOperationError as e:
+                policy.fell_back(f"the store cannot append to this value: {e.message}")
+                policy = None            # rewrite it, computed from what is stored
+                continue
+            policy.appended(len(update.data), update.garbage_added)
+            return
+
+    def _put(self, key: str, update: Any, policy: Any) -> None:
+        """Store what the codec returned: bytes (set), None (erase), or a RewriteUpdate
+        (counted by the policy once stored)."""
+        data = update.data if isinstance(update, RewriteUpdate) else update
+        if data is None:
             self.store.erase(key)
         else:
-            self.store.set(key, encoded)
+            self.store.set(key, data)
+        if isinstance(update, RewriteUpdate):
+            if update.compaction:
+                policy.compacted(update.reclaimed)
+            else:
+                policy.fell_back(update.reason)
 
 
 def _selected_shape(orth: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[int, ...]:

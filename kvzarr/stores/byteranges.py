@@ -61,6 +61,21 @@ def apply_byte_request(value: bytes, request: ByteRequest | None) -> bytes:
     raise ValueTypeError(f"not a byte request: {request!r}")
 
 
+def request_span(request: ByteRequest | None, size: int) -> tuple[int, int]:
+    """``[start, end)`` of ``request`` (None: the whole value) in a value of ``size``
+    bytes, clipped to it: what :func:`apply_byte_request` cuts, for a store that reads
+    the bytes itself (from a file, from parts)."""
+    if request is None:
+        return 0, size
+    if isinstance(request, RangeRequest):
+        return min(request.start, size), min(request.end, size)
+    if isinstance(request, OffsetRequest):
+        return min(request.offset, size), size
+    if isinstance(request, SuffixRequest):
+        return (max(0, size - request.suffix), size) if request.suffix else (size, size)
+    raise ValueTypeError(f"not a byte request: {request!r}")
+
+
 def coalesce_ranges(ranges: Sequence[RangeRequest], max_gap: int = 64 * 1024,
                     max_bytes: int = 16 * 1024 * 1024) -> list[tuple[RangeRequest, list[int]]]:
     """Group ranges that lie close together into larger reads.

@@ -4,6 +4,24 @@ store spec (seeds/zarr-specs/docs/v3/stores/filesystem). Specification: stores/f
 Every write is atomic per key: the value goes to a temporary file in the key's directory
 and is renamed over the key, so a reader or a crash sees the old value or the new one,
 never a torn file. There is no atomicity across keys; ``transaction()`` only groups work.
+
+``append`` writes in place at the end of the file, as atomic as a ``set``:
+
+* Under an exclusive ``flock`` of the file (appenders in any process take turns; the
+  compare of the size and the write are one step), the appender first makes a hard link
+  to the file named ``.<name>.kvzarr-append-<old size>`` in the key's directory (the
+  *marker*: atomic, and it records the size to go back to), then writes, then removes
+  the marker. A SIGKILL can stop a multi-page write at any page, so the file alone
+  cannot tell a torn append from a finished one; the marker can.
+* Every read checks the file's link count in the ``fstat`` it makes anyway: a file with
+  more than one link is looked up among the markers of its directory, and a marker of
+  the same inode means "serve only the first <old size> bytes". A read during a live
+  append or after a killed one therefore sees the old value, never torn bytes; a value
+  is read exactly to the size its ``fstat`` saw, so an append that starts later is not
+  seen half done.
+* The next append of that key (holding the lock) truncates the file back to the
+  recorded size and removes the marker. A ``set`` or ``erase`` of a file that has a
+  marker removes it (the marker would keep the replaced file's bytes alive).
 """
 
 from __future__ import annotations
@@ -11,24 +29,42 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import stat
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from ..errors import InvalidKeyError, StoreError, StoreFullError, ValueTypeError
-from .byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
+try:
+    import fcntl
+except ImportError:  # no flock (Windows): no appends
+    fcntl = None  # type: ignore[assignment]
+
+from ..errors import (AppendConflictError, InvalidKeyError, KvzarrError, StoreError,
+                      StoreFullError, UnsupportedOperationError)
+from .byteranges import ByteRequest, request_span
 from ..runtime import workers
 from .base import Capabilities, Store
 
 #: Temporary files carry this marker in their name; listings never show them.
 TEMP_MARKER = ".kvzarr-tmp-"
+#: The hard link that marks an append in progress (or killed) is named
+#: ``.<file name>.kvzarr-append-<size before the append>``; listings never show it.
+APPEND_MARKER = ".kvzarr-append-"
+#: what both markers start with: the one substring a listing checks per entry
+_MARKERS = ".kvzarr-"
+#: an append that finds its file replaced by a set this many times in a row gives up
+_APPEND_ATTEMPTS = 3
 
+
+def _hidden(name: str) -> bool:
+    return _MARKERS in name and (TEMP_MARKER in name or APPEND_MARKER in name)
 
 
 class FilesystemStore(Store):
     # Partial writes use the base read-modify-write, whose _set is copy-and-rename: the
     # per-key atomicity promise holds for them too.
-    capabilities = Capabilities(partial_reads=True, partial_writes=True, multi_process=True)
+    capabilities = Capabilities(partial_reads=True, partial_writes=True, multi_process=True,
+                                appends=fcntl is not None and hasattr(os, "link"))
 
     def __init__(self, root: str | os.PathLike, *, read_only: bool = False,
                  fsync: bool = False) -> None:
@@ -42,39 +78,64 @@ class FilesystemStore(Store):
             self.root.mkdir(parents=True, exist_ok=True)
 
     def _path(self, key: str) -> Path:
-        if TEMP_MARKER in key:
-            raise InvalidKeyError(f"keys may not contain {TEMP_MARKER!r}", key=key)
+        if _MARKERS in key and (TEMP_MARKER in key or APPEND_MARKER in key):
+            raise InvalidKeyError(
+                f"keys may not contain {TEMP_MARKER!r} or {APPEND_MARKER!r}", key=key)
         return self.root / key
 
-    def _get(self, key: str) -> bytes | None:
+    # -- reading: exactly the size a marker allows ----------------------------------------
+
+    def _open_value(self, key: str) -> tuple[int, int] | None:
+        """An open descriptor of the key's file and the size of its value (the size
+        before an unfinished append, see the module docstring); None if absent."""
+        path = self._path(key)
         try:
-            with open(self._path(key), "rb") as f:
-                return f.read()
+            fd = os.open(path, os.O_RDONLY)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
         except OSError as e:
             raise _translate(e, key) from e
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                os.close(fd)
+                return None
+            size = st.st_size if st.st_nlink == 1 else _size_before_append(
+                path, st, lambda: os.fstat(fd), key)
+        except BaseException as e:
+            os.close(fd)
+            if isinstance(e, OSError):
+                raise _translate(e, key) from e
+            raise
+        return fd, size
+
+    def _get(self, key: str) -> bytes | None:
+        opened = self._open_value(key)
+        if opened is None:
+            return None
+        fd, size = opened
+        try:
+            return _pread_exactly(fd, size, 0)
+        except OSError as e:
+            raise _translate(e, key) from e
+        finally:
+            os.close(fd)
 
     def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
-        try:
-            with open(self._path(key), "rb") as f:
-                if isinstance(request, RangeRequest):
-                    f.seek(request.start)
-                    return f.read(request.end - request.start)
-                if isinstance(request, OffsetRequest):
-                    f.seek(request.offset)
-                    return f.read()
-                if isinstance(request, SuffixRequest):
-                    if request.suffix == 0:
-                        return b""
-                    size = os.fstat(f.fileno()).st_size
-                    f.seek(max(0, size - request.suffix))
-                    return f.read()
-                raise ValueTypeError(f"not a byte request: {request!r}")
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        request_span(request, 0)          # a bad request fails before the file is opened
+        opened = self._open_value(key)
+        if opened is None:
             return None
+        fd, size = opened
+        try:
+            start, end = request_span(request, size)
+            return _pread_exactly(fd, end - start, start)
         except OSError as e:
             raise _translate(e, key) from e
+        finally:
+            os.close(fd)
+
+    # -- writing ---------------------------------------------------------------------------
 
     def _set(self, key: str, value: bytes) -> None:
         path = self._path(key)
@@ -82,30 +143,129 @@ class FilesystemStore(Store):
         for attempt in range(3):
             try:
                 try:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                except (FileExistsError, NotADirectoryError) as e:
+                    _write_file(tmp, value, self.fsync)
+                except NotADirectoryError as e:
                     raise InvalidKeyError("a parent of the key is itself a key", key=key) from e
+                except FileNotFoundError:
+                    # the key's directory is new (or a concurrent erase pruned it)
+                    try:
+                        path.parent.mkdir(parents=True, exist_ok=True)
+                    except (FileExistsError, NotADirectoryError) as e:
+                        raise InvalidKeyError("a parent of the key is itself a key",
+                                              key=key) from e
+                    _write_file(tmp, value, self.fsync)
                 try:
-                    with open(tmp, "wb") as f:
-                        f.write(value)
-                        if self.fsync:
-                            f.flush()
-                            os.fsync(f.fileno())
+                    old = os.lstat(path)      # its link count: does a marker link it?
+                except FileNotFoundError:
+                    old = None
+                try:
                     os.replace(tmp, path)
-                    if self.fsync:
-                        _fsync_directory(path.parent)  # makes the rename itself durable
                 except BaseException:
                     _unlink_quietly(tmp)
                     raise
+                if self.fsync:
+                    _fsync_directory(path.parent)  # makes the rename itself durable
+                if old is not None and old.st_nlink > 1:
+                    _drop_stale_markers(path)    # a killed append's marker of the old file
                 return
             except FileNotFoundError:
                 # A concurrent erase pruned the directory between mkdir and open: retry.
+                _unlink_quietly(tmp)
                 if attempt == 2:
                     raise
             except IsADirectoryError as e:
+                _unlink_quietly(tmp)
                 raise InvalidKeyError("key names a directory of other keys", key=key) from e
             except OSError as e:
+                _unlink_quietly(tmp)
                 raise _translate(e, key) from e
+
+    def _append(self, key: str, data: bytes, expected_size: int) -> None:
+        path = self._path(key)
+        for _ in range(_APPEND_ATTEMPTS):
+            try:
+                fd = os.open(path, os.O_RDWR)
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                raise AppendConflictError("cannot append to a value that does not exist",
+                                          key=key) from None
+            except PermissionError as e:
+                raise UnsupportedOperationError(
+                    "the file cannot be opened for writing in place", key=key) from e
+            except OSError as e:
+                raise _translate(e, key) from e
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)   # released when fd is closed
+                st = os.fstat(fd)
+                try:
+                    now = os.stat(path)
+                except FileNotFoundError:
+                    raise AppendConflictError("the value was erased during the append",
+                                              key=key) from None
+                if (now.st_ino, now.st_dev) != (st.st_ino, st.st_dev):
+                    continue          # a set replaced the file meanwhile: append to that one
+                if not stat.S_ISREG(st.st_mode):
+                    raise AppendConflictError("cannot append to a value that does not exist",
+                                              key=key)
+                size = st.st_size if st.st_nlink == 1 else self._recover(path, fd, st, key)
+                if size != expected_size:
+                    raise AppendConflictError(
+                        f"the value holds {size} bytes, not the {expected_size} the append "
+                        f"expected", key=key)
+                if data:
+                    self._append_marked(path, fd, size, data, key)
+                return
+            except KvzarrError:
+                raise
+            except OSError as e:
+                raise _translate(e, key) from e
+            finally:
+                os.close(fd)
+        raise AppendConflictError("the value was replaced again and again during the append",
+                                  key=key)
+
+    def _append_marked(self, path: Path, fd: int, size: int, data: bytes, key: str) -> None:
+        """Write ``data`` at ``size`` under the marker that records ``size`` (the lock is
+        held). A failed write takes the file back to ``size`` before the marker goes."""
+        marker = path.with_name(f".{path.name}{APPEND_MARKER}{size}")
+        _make_marker(path, marker, key)
+        try:
+            if self.fsync:
+                _fsync_directory(path.parent)   # the marker is on disk before the data
+            _pwrite_all(fd, data, size)
+            if self.fsync:
+                os.fsync(fd)
+        except BaseException:
+            try:                                 # back to the old value, then no marker
+                os.ftruncate(fd, size)
+                os.unlink(marker)
+            except OSError:
+                pass        # the marker stays: readers see the old value, the next append repairs
+            raise
+        os.unlink(marker)
+        if self.fsync:
+            _fsync_directory(path.parent)       # the append is not undone after a power cut
+
+    def _recover(self, path: Path, fd: int, st: os.stat_result, key: str) -> int:
+        """With the lock held on a file that has more than one link: undo a killed append
+        (truncate to the size its marker records, then remove the marker) and return the
+        value's size. Other hard links to the file (made by someone else) would see an
+        append in place: refused, so the caller falls back to rewriting the value."""
+        sizes = _markers_of(path, st)
+        size = st.st_size
+        if sizes:
+            size = min(s for s, _ in sizes)
+            os.ftruncate(fd, size)
+            if self.fsync:
+                os.fsync(fd)
+            for _, marker in sizes:
+                _unlink_quietly(marker)
+            if self.fsync:
+                _fsync_directory(path.parent)
+        if os.fstat(fd).st_nlink > 1:
+            raise UnsupportedOperationError(
+                "the file has other hard links, which an append in place would change too",
+                key=key)
+        return size
 
     def _get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         # File reads release the GIL: a batch goes through the worker threads so the
@@ -118,6 +278,9 @@ class FilesystemStore(Store):
     def _erase(self, key: str) -> None:
         path = self._path(key)
         try:
+            old = os.lstat(path)
+            if stat.S_ISDIR(old.st_mode):
+                return
             path.unlink()
         except (FileNotFoundError, NotADirectoryError):
             return
@@ -125,6 +288,8 @@ class FilesystemStore(Store):
             return
         except OSError as e:
             raise _translate(e, key) from e
+        if old.st_nlink > 1:
+            _drop_stale_markers(path)
         self._prune(path.parent)
 
     def _prune(self, directory: Path) -> None:
@@ -153,10 +318,17 @@ class FilesystemStore(Store):
         return self._path(key).is_file()
 
     def _getsize(self, key: str) -> int | None:
+        path = self._path(key)
         try:
-            return self._path(key).stat().st_size if self._path(key).is_file() else None
-        except FileNotFoundError:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as e:
+            raise _translate(e, key) from e
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return st.st_size if st.st_nlink == 1 else _size_before_append(
+            path, st, lambda: os.stat(path), key)
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         # The keys under a prefix live under the directory named by the prefix up to its
@@ -174,7 +346,7 @@ class FilesystemStore(Store):
         except (FileNotFoundError, NotADirectoryError):
             return
         for entry in entries:
-            if TEMP_MARKER in entry.name:
+            if _hidden(entry.name):
                 continue
             if entry.is_dir(follow_symlinks=False):
                 yield from self._walk(Path(entry.path), f"{rel}{entry.name}/")
@@ -189,7 +361,7 @@ class FilesystemStore(Store):
             return iter(())
         names = []
         for entry in entries:
-            if TEMP_MARKER in entry.name:
+            if _hidden(entry.name):
                 continue
             if entry.is_dir(follow_symlinks=False):
                 names.append(entry.name + "/")
@@ -200,6 +372,128 @@ class FilesystemStore(Store):
 
     def __repr__(self) -> str:
         return f"FilesystemStore({str(self.root)!r})"
+
+
+def _make_marker(path: Path, marker: Path, key: str) -> None:
+    """Link ``marker`` to the key's file (UnsupportedOperationError where the filesystem
+    has no hard links)."""
+    for attempt in range(2):
+        try:
+            os.link(path, marker)
+            return
+        except FileExistsError:
+            if attempt:
+                raise
+            _unlink_quietly(marker)      # stale: it names a file a set has replaced
+        except OSError as e:
+            if e.errno in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK,
+                           errno.ENOSYS):
+                raise UnsupportedOperationError(
+                    f"this filesystem cannot make the hard link that marks an append "
+                    f"({e.strerror})", key=key) from e
+            raise
+
+
+def _markers_of(path: Path, st: os.stat_result) -> list[tuple[int, Path]]:
+    """(recorded size, marker path) of every append marker of ``path`` that links the
+    file ``st`` describes."""
+    prefix = f".{path.name}{APPEND_MARKER}"
+    found = []
+    try:
+        entries = list(os.scandir(path.parent))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    for entry in entries:
+        name = entry.name
+        if not name.startswith(prefix) or not name[len(prefix):].isdigit():
+            continue
+        try:
+            mst = os.lstat(entry.path)
+        except FileNotFoundError:
+            continue
+        if (mst.st_ino, mst.st_dev) == (st.st_ino, st.st_dev):
+            found.append((int(name[len(prefix):]), Path(entry.path)))
+    return found
+
+
+def _size_before_append(path: Path, st: os.stat_result,
+                         restat: Callable[[], os.stat_result], key: str) -> int:
+    """The size of the value in the file ``st`` describes, which had more than one link:
+    the size its append marker records (an append is running or was killed), else the
+    file's size once it is seen twice with the same links and size (the other links are
+    not ours). ``restat`` stats the same file again: an append that ends between the
+    stat and the look at the markers takes its marker away, and the size seen before was
+    the size of a half-written append."""
+    for _ in range(_APPEND_ATTEMPTS * 3):
+        if st.st_nlink == 1:
+            return st.st_size
+        sizes = _markers_of(path, st)
+        if sizes:
+            return min(s for s, _ in sizes)
+        again = restat()
+        if (again.st_nlink, again.st_size) == (st.st_nlink, st.st_size):
+            return st.st_size
+        st = again
+    raise StoreError("the value kept changing while its size was read", key=key)
+
+
+def _drop_stale_markers(path: Path) -> None:
+    """Remove the append markers of ``path``'s name that no longer link the key's file
+    (a set or erase replaced it): they would keep the old bytes alive. A marker still in
+    use by a running append links a file that is gone from the key; removing it is safe."""
+    prefix = f".{path.name}{APPEND_MARKER}"
+    try:
+        entries = list(os.scandir(path.parent))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    try:
+        current = os.lstat(path)
+    except FileNotFoundError:
+        current = None
+    for entry in entries:
+        if entry.name.startswith(prefix):
+            try:
+                mst = os.lstat(entry.path)
+            except FileNotFoundError:
+                continue
+            if current is None or (mst.st_ino, mst.st_dev) != (current.st_ino, current.st_dev):
+                _unlink_quietly(Path(entry.path))
+
+
+def _write_file(path: Path, value: bytes, fsync: bool) -> None:
+    """A new file holding ``value`` (raises FileNotFoundError when its directory is missing)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        _pwrite_all(fd, value, 0)
+        if fsync:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        _unlink_quietly(path)
+        raise
+    os.close(fd)
+
+
+def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.pwrite(fd, view, offset)
+        view, offset = view[n:], offset + n
+
+
+def _pread_exactly(fd: int, size: int, offset: int) -> bytes:
+    """``size`` bytes at ``offset`` (fewer only if the file is shorter)."""
+    data = os.pread(fd, size, offset)
+    if len(data) == size or not data:
+        return data
+    parts, got = [data], len(data)
+    while got < size:
+        more = os.pread(fd, size - got, offset + got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
 
 
 def _tolerate_vanished(function: object, path: str, exc_info: tuple) -> None:

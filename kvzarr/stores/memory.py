@@ -5,6 +5,10 @@ store's lock and keeps its writes in an overlay that is applied on commit and dr
 abort; a read transaction holds the lock too, so it never sees half a commit. Nothing
 survives the process.
 
+``append`` is native: an appended value is kept as its parts (:class:`Appended`), so an
+append copies none of the bytes already stored; byte ranges are cut across the parts and
+a whole read joins them.
+
 Change counter: a count of commits, bumped under the lock by every write transaction
 that wrote anything and by every write outside one, BEFORE the new values are put in
 place, so a reader that finds the count unchanged has seen none of them. Every write
@@ -19,15 +23,48 @@ from typing import Any
 
 from sortedcontainers import SortedDict
 
-from .byteranges import ByteRequest, apply_byte_request
+from ..errors import AppendConflictError
+from .byteranges import ByteRequest, apply_byte_request, request_span
 from .base import Capabilities, Store
 from .keys import prefix_successor
 from .overlay import DELETED, merged_keys
 
 
+class Appended:
+    """A value that was appended to: its parts in order (immutable, so a transaction's
+    overlay and the committed dictionary can share them)."""
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self, parts: tuple[bytes, ...]) -> None:
+        self.parts = parts
+        self.size = sum(len(p) for p in parts)
+
+    def join(self) -> bytes:
+        return b"".join(self.parts)
+
+    def cut(self, request: ByteRequest) -> bytes:
+        """The bytes of ``request``, taken from the parts it overlaps only."""
+        start, end = request_span(request, self.size)
+        out = []
+        at = 0
+        for part in self.parts:
+            stop = at + len(part)
+            if stop > start and at < end:
+                out.append(part[max(start - at, 0):min(end, stop) - at])
+            at = stop
+            if at >= end:
+                break
+        return b"".join(out)
+
+
+def _whole(value: Any) -> Any:
+    return value if value is None or type(value) is bytes else value.join()
+
 
 class MemoryStore(Store):
-    capabilities = Capabilities(partial_reads=True, partial_writes=True, transactional=True)
+    capabilities = Capabilities(partial_reads=True, partial_writes=True, transactional=True,
+                                appends=True)
 
     def __init__(self, *, read_only: bool = False) -> None:
         super().__init__(read_only=read_only)
@@ -69,16 +106,49 @@ class MemoryStore(Store):
     def _abort(self, handle: Any) -> None:
         self._lock.release()
 
-    def _get(self, key: str) -> bytes | None:
+    def _stored(self, key: str) -> Any:
+        """What is stored for ``key`` as this thread sees it: bytes, Appended or None."""
         overlay = self._overlay()
         if overlay is not None and key in overlay:
             value = overlay[key]
             return None if value is DELETED else value
         return self._data.get(key)
 
+    def _get(self, key: str) -> bytes | None:
+        return _whole(self._stored(key))
+
     def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
-        value = self._get(key)
-        return None if value is None else apply_byte_request(value, request)
+        value = self._stored(key)
+        if value is None:
+            return None
+        if type(value) is bytes:
+            return apply_byte_request(value, request)
+        return value.cut(request)
+
+    def _exists(self, key: str) -> bool:
+        return self._stored(key) is not None
+
+    def _getsize(self, key: str) -> int | None:
+        value = self._stored(key)
+        if value is None:
+            return None
+        return len(value) if type(value) is bytes else value.size
+
+    def _append(self, key: str, data: bytes, expected_size: int) -> None:
+        with self._lock:   # the check and the write as one step (re-entrant in a transaction)
+            value = self._stored(key)
+            if value is None:
+                raise AppendConflictError("cannot append to a value that does not exist",
+                                          key=key)
+            size = len(value) if type(value) is bytes else value.size
+            if size != expected_size:
+                raise AppendConflictError(
+                    f"the value holds {size} bytes, not the {expected_size} the append "
+                    f"expected", key=key)
+            if not data:
+                return
+            parts = (value,) if type(value) is bytes else value.parts
+            self._set(key, Appended(parts + (data,)))
 
     def _set(self, key: str, value: bytes) -> None:
         overlay = self._overlay()

@@ -32,8 +32,8 @@ import numpy as np
 import pytest
 
 from ..stores.byteranges import OffsetRequest, RangeRequest, SuffixRequest
-from ..errors import (InvalidByteRangeError, InvalidKeyError, ReadOnlyError,
-                      UnsupportedOperationError)
+from ..errors import (AppendConflictError, ConflictError, InvalidByteRangeError,
+                      InvalidKeyError, ReadOnlyError, UnsupportedOperationError)
 from ..stores.base import Store
 from ..transformers.base import stack_layers
 
@@ -69,6 +69,7 @@ def _write_ops() -> list[tuple[str, Any]]:
         ("erase_values", lambda s: s.erase_values(["a/b", "c"])),
         ("erase_prefix", lambda s: s.erase_prefix("a/")),
         ("erase_prefix root", lambda s: s.erase_prefix("")),
+        ("append", lambda s: s.append("a/b", b"more", expected_size=2)),
         ("write transaction", lambda s: s.transaction().__enter__()),
     ]
 
@@ -415,6 +416,175 @@ class StoreConformance:
         with pytest.raises(InvalidByteRangeError):
             store.set_partial_values([("v", -1, b"x")])
         assert store.get("v") == b"01AB4567YZ++"
+
+    # -- append (where capabilities.appends) ---------------------------------------------
+
+    #: the parts appended by the append tests, and the whole value they make
+    APPEND_PARTS = [b"head-", ALL_BYTES, b"", b"-tail", bytes(70_000)]
+
+    def _appended(self, store: Store, key: str = "ap/k") -> bytes:
+        """``key`` set to the first part, then every other part appended."""
+        store.set(key, self.APPEND_PARTS[0])
+        size = len(self.APPEND_PARTS[0])
+        for part in self.APPEND_PARTS[1:]:
+            store.append(key, part, expected_size=size)
+            size += len(part)
+        return b"".join(self.APPEND_PARTS)
+
+    def test_append_unsupported_changes_nothing(self, store: Store) -> None:
+        if store.capabilities.appends:
+            pytest.skip("the store appends")
+        store.set("k", b"v")
+        with pytest.raises(UnsupportedOperationError):
+            store.append("k", b"w", expected_size=1)
+        assert dump(store) == {"k": b"v"}
+
+    def test_append(self, store: Store) -> None:
+        self.require(store, "appends")
+        whole = self._appended(store)
+        assert store.get("ap/k") == whole
+        assert store.getsize("ap/k") == len(whole)
+        assert store.exists("ap/k")
+        assert list(store.list()) == ["ap/k"]
+        assert list(store.list_dir("ap/")) == ["k"]
+        # ranges inside one part, across parts, clipped, offsets and suffixes
+        n0, n1 = len(b"head-"), len(ALL_BYTES)
+        requests = [RangeRequest(0, 3), RangeRequest(3, n0 + 4), RangeRequest(n0 + n1 - 2,
+                    n0 + n1 + 3), RangeRequest(len(whole) - 5, len(whole) + 100),
+                    RangeRequest(len(whole) + 1, len(whole) + 9), OffsetRequest(n0 + 7),
+                    OffsetRequest(len(whole)), SuffixRequest(70_003), SuffixRequest(0),
+                    SuffixRequest(10 ** 9), None]
+        got = store.get_partial_values([("ap/k", r) for r in requests])
+        assert got == [whole[0:3], whole[3:n0 + 4], whole[n0 + n1 - 2:n0 + n1 + 3],
+                       whole[-5:], b"", whole[n0 + 7:], b"", whole[-70_003:], b"", whole,
+                       whole]
+        many = [RangeRequest(i * 997, i * 997 + 50) for i in range(150)]   # > 64 ranges
+        assert store.get_partial_values([("ap/k", r) for r in many]) == [
+            whole[r.start:r.end] for r in many]
+        assert store.get_many(["ap/k", "nope", "ap/k"]) == [whole, None, whole]
+        assert store.exists_many(["ap/k", "nope"]) == [True, False]
+        with store.transaction(write=False):
+            views = store.get_many_views(["ap/k"])
+            assert bytes(views[0]) == whole
+            got = {i: bytes(v) for i, v in store.iter_values(["ap/k", "nope"])
+                   if v is not None}
+        assert got == {0: whole}
+        store.close()
+        again = self.reopen(store, read_only=True)    # persistent stores: still there
+        if again is not None:
+            try:
+                assert again.get("ap/k") == whole
+                assert again.getsize("ap/k") == len(whole)
+                assert again.get_partial_values([("ap/k", SuffixRequest(9))]) == [whole[-9:]]
+            finally:
+                again.close()
+
+    def test_append_is_a_compare_and_append(self, store: Store) -> None:
+        self.require(store, "appends")
+        store.set_many([("c/k", b"12345"), ("c/other", b"o")])
+        for wrong in (0, 4, 6, 1000):
+            with pytest.raises(AppendConflictError) as info:
+                store.append("c/k", b"x", expected_size=wrong)
+            assert isinstance(info.value, ConflictError) and info.value.key == "c/k"
+        with pytest.raises(AppendConflictError):
+            store.append("c/absent", b"x", expected_size=0)
+        with pytest.raises(AppendConflictError):       # a prefix is not a value
+            store.append("c", b"x", expected_size=0)
+        assert dump(store) == {"c/k": b"12345", "c/other": b"o"}
+        store.append("c/k", b"6", expected_size=5)
+        with pytest.raises(AppendConflictError):       # the size the caller read is stale
+            store.append("c/k", b"7", expected_size=5)
+        assert dump(store) == {"c/k": b"123456", "c/other": b"o"}
+
+    def test_append_bad_arguments(self, store: Store) -> None:
+        self.require(store, "appends")
+        store.set("k", b"abc")
+        for bad in (-1, 1.5, "3", None, True):
+            with pytest.raises(InvalidByteRangeError):
+                store.append("k", b"x", expected_size=bad)
+        with pytest.raises(TypeError):
+            store.append("k", "text", expected_size=3)
+        with pytest.raises(InvalidKeyError):
+            store.append("../k", b"x", expected_size=3)
+        assert dump(store) == {"k": b"abc"}
+
+    def test_append_to_empty_and_nothing(self, store: Store) -> None:
+        self.require(store, "appends")
+        store.set("e", b"")
+        store.append("e", b"", expected_size=0)
+        assert store.get("e") == b"" and store.getsize("e") == 0 and store.exists("e")
+        store.append("e", b"abc", expected_size=0)
+        store.append("e", b"", expected_size=3)
+        assert store.get("e") == b"abc" and store.getsize("e") == 3
+        store.append("e", memoryview(b"xxdef")[2:], expected_size=3)
+        assert store.get("e") == b"abcdef"
+
+    def test_writes_after_append_replace_the_whole_value(self, store: Store) -> None:
+        self.require(store, "appends")
+        whole = self._appended(store, "w/set")
+        self._appended(store, "w/many")
+        self._appended(store, "w/erase")
+        self._appended(store, "w/values")
+        self._appended(store, "w/prefix/x")
+        self._appended(store, "w/empty")
+        store.set("w/set", b"new")
+        assert store.get("w/set") == b"new" and store.getsize("w/set") == 3
+        assert store.get_partial_values([("w/set", SuffixRequest(2))]) == [b"ew"]
+        store.set_many([("w/many", b"m")])
+        store.set("w/empty", b"")
+        store.erase("w/erase")
+        store.erase_values(["w/values"])
+        store.erase_prefix("w/prefix/")
+        assert dump(store) == {"w/set": b"new", "w/many": b"m", "w/empty": b""}
+        assert store.getsize("w/empty") == 0
+        # appending again starts from the new value, not from old parts
+        store.append("w/set", b"!", expected_size=3)
+        store.append("w/empty", b"?", expected_size=0)
+        store.set("w/erase", b"back")
+        assert dump(store) == {"w/set": b"new!", "w/many": b"m", "w/empty": b"?",
+                               "w/erase": b"back"}
+        if store.capabilities.partial_writes:
+            self._appended(store, "w/patch")
+            store.set_partial_values([("w/patch", 2, b"XY"), ("w/patch", len(whole), b"++")])
+            assert store.get("w/patch") == whole[:2] + b"XY" + whole[4:] + b"++"
+            store.append("w/patch", b"#", expected_size=len(whole) + 2)
+            assert store.get("w/patch") == whole[:2] + b"XY" + whole[4:] + b"++#"
+
+    def test_append_in_a_transaction(self, store: Store) -> None:
+        self.require(store, "appends")
+        store.set("t/k", b"base")
+        with store.transaction():
+            store.append("t/k", b"+1", expected_size=4)
+            store.append("t/k", b"+2", expected_size=6)
+            assert store.get("t/k") == b"base+1+2"
+            assert store.getsize("t/k") == 8
+            assert store.get_partial_values([("t/k", SuffixRequest(3))]) == [b"1+2"]
+        assert store.get("t/k") == b"base+1+2"
+        with store.transaction(write=False):
+            with pytest.raises(UnsupportedOperationError):
+                store.append("t/k", b"no", expected_size=8)
+        if not store.capabilities.transactional:
+            return
+
+        class Boom(Exception):
+            pass
+
+        with pytest.raises(Boom):
+            with store.transaction():
+                store.append("t/k", b"+3", expected_size=8)
+                store.set("t/new", b"n")
+                store.append("t/new", b"m", expected_size=1)
+                raise Boom()
+        assert dump(store) == {"t/k": b"base+1+2"}
+        assert store.getsize("t/k") == 8
+        store.set("t/fresh", b"f")     # the first append of a value, rolled back
+        with pytest.raises(Boom):
+            with store.transaction():
+                store.append("t/fresh", b"g", expected_size=1)
+                raise Boom()
+        assert store.get("t/fresh") == b"f" and store.getsize("t/fresh") == 1
+        store.append("t/fresh", b"h", expected_size=1)
+        assert store.get("t/fresh") == b"fh"
 
     # -- listing ---------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@ output), and the installed console script once, as a user runs it."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -60,6 +61,79 @@ def test_upgrade_migrates_an_old_sql_store(tmp_path, capsys):
     assert "kvzarr upgrade" in capsys.readouterr().err
     assert main(["upgrade", str(path)]) == 0
     assert f"schema version 1 -> {SCHEMA_VERSION}" in capsys.readouterr().out
+
+
+def _appended_array(target: str) -> np.ndarray:
+    """A sharded array at ``g/img`` whose shards hold garbage (tiles appended)."""
+    store = kvzarr.open_store(target, transformers=[{"name": "append_shards",
+                                                     "max_garbage": 1.0}])
+    a = kvzarr.create_array(store, name="g/img", shape=(128, 128), chunks=(16, 16),
+                            shards=(64, 64), dtype="uint16", fill_value=0)
+    want = np.arange(128 * 128, dtype="uint16").reshape(128, 128)
+    a[:] = want
+    for i in range(8):
+        a[i * 16:(i + 1) * 16, 0:16] = i
+        want[i * 16:(i + 1) * 16, 0:16] = i
+    store.close()
+    return want
+
+
+@pytest.mark.parametrize("suffix", ["", ".sqlite"])
+def test_compact_reclaims_garbage_and_says_how_much(tmp_path, capsys, suffix):
+    target = str(tmp_path / f"x{suffix}")
+    want = _appended_array(target)
+    assert main(["compact", target, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "would compact 2 of 4 shards in 1 sharded arrays" in out and "reclaimable" in out
+    assert main(["compact", target, "g"]) == 0
+    out = capsys.readouterr().out
+    assert "compacted 2 of 4 shards in 1 sharded arrays" in out and "reclaimed" in out
+    assert main(["compact", target, "g/img"]) == 0
+    assert "compacted 0 of 4 shards" in capsys.readouterr().out
+    np.testing.assert_array_equal(kvzarr.open_array(target, path="g/img", mode="r")[:], want)
+
+
+def test_compact_errors(tmp_path, capsys):
+    assert main(["compact", str(tmp_path / "missing")]) == 2
+    assert "no array or group found" in capsys.readouterr().err
+    assert not (tmp_path / "missing").exists()           # nothing created
+    target = str(tmp_path / "x")
+    _appended_array(target)
+    assert main(["compact", target, "nope"]) == 2
+    shard = tmp_path / "x" / "g" / "img" / "c" / "1" / "0"
+    before = shard.read_bytes()
+    shard.write_bytes(before[:-1] + bytes([before[-1] ^ 1]))   # its index checksum breaks
+    assert main(["compact", target]) == 1
+    captured = capsys.readouterr()
+    assert "g/img/c/1/0" in captured.err and "crc32c" in captured.err
+    assert "compacted 1 of 4 shards" in captured.out
+
+
+def test_compact_shows_a_progress_bar_on_a_terminal(tmp_path):
+    pty = pytest.importorskip("pty")
+    import fcntl
+    import struct
+    import termios
+    target = str(tmp_path / "x")
+    _appended_array(target)
+    pid, fd = pty.fork()
+    if pid == 0:                      # the child: kvzarr compact on a terminal
+        os.execv(sys.executable, [sys.executable, "-c", "import sys; from kvzarr.cli "
+                                  f"import main; sys.exit(main(['compact', {target!r}]))"])
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))  # 100 columns
+    output = bytearray()
+    while True:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:               # the child closed the terminal
+            break
+        if not data:
+            break
+        output.extend(data)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    text = output.decode(errors="replace")
+    assert "compacting: 100%" in text and "4/4" in text and "compacted 2 of 4" in text
 
 
 def test_usage_errors_exit_2_as_argparse_does(capsys):

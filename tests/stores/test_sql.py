@@ -59,7 +59,7 @@ def _drop_pg_tables(url: str, table: str) -> None:
     engine = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg2://", 1)
                               if url.startswith("postgresql://") else url)
     with engine.begin() as conn:
-        for name in (table, f"{table}_info", f"{table}_version"):
+        for name in (table, f"{table}_info", f"{table}_version", f"{table}_segments"):
             conn.exec_driver_sql(f'DROP TABLE IF EXISTS "{name}"')
     engine.dispose()
 

@@ -63,6 +63,16 @@ def morton_order(chunks_per_shard: tuple[int, ...]) -> np.ndarray:
     return order
 
 
+@lru_cache(maxsize=64)
+def morton_rank(chunks_per_shard: tuple[int, ...]) -> np.ndarray:
+    """The position of each C-order flat id in :func:`morton_order`."""
+    order = morton_order(chunks_per_shard)
+    rank = np.empty(len(order), dtype=np.intp)
+    rank[order] = np.arange(len(order), dtype=np.intp)
+    rank.flags.writeable = False
+    return rank
+
+
 @dataclass(frozen=True)
 class ShardLayout:
     """What follows from one shard shape and the inner chunk shape."""
@@ -85,6 +95,11 @@ class ShardLayout:
     @property
     def write_order(self) -> np.ndarray:
         return morton_order(self.chunks_per_shard)
+
+    @property
+    def write_rank(self) -> np.ndarray:
+        """Each flat id's position in :attr:`write_order`."""
+        return morton_rank(self.chunks_per_shard)
 
     def flat_id(self, coords: tuple[int, ...]) -> int:
         i = 0

@@ -115,17 +115,19 @@ def translate(exc: BaseException, *, key: str | None = None, path: str | None = 
 
 
 class Txn:
-    """The handle of an open transaction: a pooled connection and its cursor, and what
-    the change counter (counter.py) keeps per transaction: whether the store wrote in
-    it, the token of its snapshot (a write transaction: of the state it began from), and
-    the token promised to its commit."""
-    __slots__ = ("conn", "cur", "write", "dirty", "counter", "promised")
+    """The handle of an open transaction: a pooled connection and its cursor, what the
+    change counter (counter.py) keeps per transaction (whether the store wrote in it, the
+    token of its snapshot -- a write transaction: of the state it began from -- and the
+    token promised to its commit), and whether the store holds appended values (asked
+    once per transaction by the store; None until then)."""
+    __slots__ = ("conn", "cur", "write", "dirty", "counter", "promised", "segments")
 
     def __init__(self, conn: Any, cur: Any, write: bool, counter: Any = None) -> None:
         self.conn, self.cur, self.write = conn, cur, write
         self.dirty = False
         self.counter = counter
         self.promised: Any = None
+        self.segments: bool | None = None
 
 
 class Backend:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ..byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
-from ...errors import ValueTypeError
+from ...errors import StoreError, ValueTypeError
 
 #: keys per ``IN (...)`` list and rows per multi-row INSERT
 BATCH = 500
@@ -26,7 +26,10 @@ class Queries:
     """SQL text for ``table`` in the dialect of ``backend_name``, and the statements that
     need more than one execute."""
 
-    def __init__(self, backend_name: str, placeholder: str, table: str) -> None:
+    def __init__(self, backend_name: str, placeholder: str, table: str,
+                 segments: str | None = None) -> None:
+        """``segments``: the table of appended values' segments (schema version 3), or
+        None for a layout without appends (the legacy ones)."""
         self.pg = backend_name == "postgresql"
         t = f'"{table}"'
         self.table = table
@@ -38,7 +41,9 @@ class Queries:
         length = "octet_length" if self.pg else "length"
         self.get = q(f"SELECT v FROM {t} WHERE k = ?")
         self.exists = q(f"SELECT 1 FROM {t} WHERE k = ?")
-        self.size = q(f"SELECT {length}(v) FROM {t} WHERE k = ?")
+        #: the length of the value in the key's row (0 for an appended value)
+        self.length = q(f"SELECT {length}(v) FROM {t} WHERE k = ?")
+        self.size = self.length
         if self.pg:
             # One result column per requested piece of ``v``: whole, range, offset, suffix
             # (in that order of the kinds below); ``?`` are the request's parameters.
@@ -71,6 +76,40 @@ class Queries:
         self.delete_from = q(f"DELETE FROM {t} WHERE k >= ?")
         self._t = t
         self._cache: dict[Any, str] = {}
+        self.segments = segments
+        if segments is not None:
+            self._init_segments(f'"{segments}"', q, length)
+
+    def _init_segments(self, s: str, q: Any, length: str) -> None:
+        """The statements of appended values (stores/sql.md, "Appended values"): the
+        segment ``v`` of key ``k`` ends at byte ``e`` of the value, whose own row holds
+        an empty ``v``."""
+        t = self._t
+        empty = "''::bytea" if self.pg else "x''"
+        self._s = s
+        # One statement: the size of a value whatever its layout; the subquery runs only
+        # for an empty row (appended or empty).
+        self.size = q(f"SELECT CASE WHEN {length}(m.v) > 0 THEN {length}(m.v) ELSE "
+                      f"coalesce((SELECT max(s.e) FROM {s} AS s WHERE s.k = m.k), 0) END "
+                      f"FROM {t} AS m WHERE m.k = ?")
+        self.seg_values = q(f"SELECT v FROM {s} WHERE k = ? ORDER BY e")
+        self.seg_size = q(f"SELECT max(e) FROM {s} WHERE k = ?")
+        self.seg_insert = q(f"INSERT INTO {s} (k, e, v) VALUES (?, ?, ?)")
+        # the row's bytes become the first segment, inside the database
+        self.seg_take = q(f"INSERT INTO {s} (k, e, v) SELECT k, {length}(v), v FROM {t} "
+                          f"WHERE k = ?")
+        self.mark_appended = q(f"UPDATE {t} SET v = {empty} WHERE k = ?")
+        self.seg_delete = q(f"DELETE FROM {s} WHERE k = ?")
+        self.seg_delete_range = q(f"DELETE FROM {s} WHERE k >= ? AND k < ?")
+        self.seg_delete_from = q(f"DELETE FROM {s} WHERE k >= ?")
+        self.seg_any = f"SELECT 1 FROM {s} LIMIT 1"
+        self.seg_of = q(f"SELECT 1 FROM {s} WHERE k = ? LIMIT 1")
+        self._piece = ("substring(v from ? for ?)" if self.pg else "substr(v, ?, ?)")
+        entry = (f"s.e::text || ':' || {length}(s.v)::text" if self.pg
+                 else f"s.e || ':' || {length}(s.v)")
+        agg = f"string_agg({entry}, ' ')" if self.pg else f"group_concat({entry}, ' ')"
+        self._segment_map = (f"CASE WHEN {length}(m.v) = 0 THEN coalesce((SELECT {agg} "
+                             f"FROM {s} AS s WHERE s.k = m.k), '') END")
 
     # -- statements built per shape ------------------------------------------------------
 
@@ -110,7 +149,10 @@ class Queries:
 
     def ranges(self, key: str, requests: Sequence[ByteRequest | None]) -> tuple[str, list]:
         """``SELECT`` of the requested pieces of one value as the columns of one row
-        (None = the whole value), and its parameters. Offsets are 1-based in SQL."""
+        (None = the whole value), and its parameters. Offsets are 1-based in SQL. With a
+        segments table, a last column holds the segment map of an appended value
+        (``"e:length e:length ..."``, in any order), computed only for an empty row: NULL
+        for any other row, ``''`` for an empty value."""
         kinds: list[str] = []
         params: list[Any] = []
         for r in requests:
@@ -134,11 +176,45 @@ class Queries:
         shape = ("ranges", *kinds)
         sql = self._cache.get(shape)
         if sql is None:
-            columns = ", ".join(self._pieces[k] for k in kinds)
-            sql = f"SELECT {columns} FROM {self._t} WHERE k = ?".replace("?", self._ph)
+            columns = ", ".join([self._pieces[k] for k in kinds]
+                                + ([self._segment_map] if self.segments is not None else []))
+            sql = f"SELECT {columns} FROM {self._t} AS m WHERE m.k = ?".replace("?", self._ph)
             if len(self._cache) < 4096:  # shapes are few in practice; never unbounded
                 self._cache[shape] = sql
         return sql, params
+
+    def segment_pieces(self, cur: Any, key: str,
+                       pieces: Sequence[tuple[int, int, int]]) -> list[Any]:
+        """The bytes of ``pieces`` of the segments of ``key``, each ``(e, start,
+        length)``: ``length`` bytes from ``start`` (0-based) of the segment ending at
+        ``e``; one ``UNION ALL`` statement per :data:`MAX_RANGES` pieces."""
+        out: list[Any] = []
+        for i in range(0, len(pieces), MAX_RANGES):
+            part = pieces[i:i + MAX_RANGES]
+            sql = self._cache.get(("pieces", len(part)))
+            if sql is None:
+                one = f"SELECT {{n}}, {self._piece} FROM {self._s} WHERE k = ? AND e = ?"
+                sql = " UNION ALL ".join(one.format(n=n) for n in range(len(part)))
+                sql = sql.replace("?", self._ph)
+                self._cache[("pieces", len(part))] = sql
+            params: list[Any] = []
+            for e, start, length in part:
+                params += (start + 1, length, key, e)
+            cur.execute(sql, params)
+            got = dict(cur.fetchall())
+            if len(got) != len(part):    # the map was read in this snapshot: never absent
+                raise StoreError(f"{len(part) - len(got)} segment(s) of an appended value "
+                                 f"are missing from the segments table", key=key)
+            out.extend(got[n] for n in range(len(part)))
+        return out
+
+    def delete_segments(self, cur: Any, keys: Iterable[str]) -> None:
+        """Drop the segments of ``keys`` (their values are being replaced or erased)."""
+        unique = list(dict.fromkeys(keys))
+        head = f"DELETE FROM {self._s}"
+        for i in range(0, len(unique), BATCH):
+            part = unique[i:i + BATCH]
+            cur.execute(self._in_list(head, len(part)), part)
 
     def get_many(self, cur: Any, keys: Sequence[str]) -> dict[str, Any]:
         if not keys:

@@ -31,7 +31,7 @@ from ...errors import SchemaVersionError, StoreConfigError, StoreError
 from .backends import Backend, open_backend, translate
 
 #: alembic revision ids in order; the schema version is the position, counted from 1
-REVISIONS = ("0001", "0002")
+REVISIONS = ("0001", "0002", "0003")
 SCHEMA_VERSION = len(REVISIONS)
 DEFAULT_TABLE = "kvzarr"
 #: the table of zarr-python 2's SQLiteStore and of zarr-sqlite
@@ -77,7 +77,16 @@ def head_tables(table: str, dialect_name: str) -> list[sa.Table]:
     info = sa.Table(f"{table}_info", meta,
                     sa.Column("name", sa.Text, primary_key=True),
                     sa.Column("value", sa.Text, nullable=False))
-    return [version, data, info]
+    segments = sa.Table(f"{table}_segments", meta,
+                        sa.Column("k", sa.Text(collation=collation), primary_key=True),
+                        sa.Column("e", sa.BigInteger, primary_key=True, autoincrement=False),
+                        sa.Column("v", sa.LargeBinary, nullable=False))
+    return [version, data, info, segments]
+
+
+def segments_table(table: str) -> str:
+    """The table of appended values' segments (schema version 3)."""
+    return f"{table}_segments"
 
 
 def info_rows() -> list[tuple[str, str]]:
@@ -184,7 +193,8 @@ def create(backend: Backend, cur: Any, table: str) -> None:
     for t in head_tables(table, backend.name):
         cur.execute(str(CreateTable(t).compile(dialect=dialect)))
     if backend.name == "postgresql":
-        cur.execute(f'ALTER TABLE "{table}" ALTER COLUMN v SET STORAGE EXTERNAL')
+        for name in (table, segments_table(table)):
+            cur.execute(f'ALTER TABLE "{name}" ALTER COLUMN v SET STORAGE EXTERNAL')
     p = backend.placeholder
     cur.execute(f'INSERT INTO "{table}_version" (version_num) VALUES ({p})', (REVISIONS[-1],))
     for row in info_rows():

@@ -22,6 +22,12 @@ on ``table(k TEXT PRIMARY KEY, v BLOB)``. Promises, per process and across proce
 * ``change_counter()``: on SQLite in WAL mode the wal-index header, on PostgreSQL a
   count in the ``T_info`` table that every write transaction moves on (counter.py);
   None for SQLite files in rollback-journal mode and the legacy layouts on PostgreSQL.
+* ``append`` (kvzarr's own layout, schema version 3) inserts the new bytes as one row of
+  the segments table: nothing already stored is rewritten. The first append to a value
+  moves its bytes to the segments table inside the database and leaves its row with an
+  empty ``v``, which every read already fetches: an empty ``v`` sends a read to the
+  segments (in one snapshot), any other value is served as before. Every write of a key
+  drops its segments. Legacy layouts have no appends.
 
 Hot paths run on the raw DBAPI connection (SQLAlchemy supplies the URL handling, the
 connection pool and the events that configure each connection): per-row SQLAlchemy Core
@@ -34,16 +40,18 @@ import os
 import re
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from dataclasses import replace
 from itertools import chain
 from typing import Any
 
-from ..byteranges import ByteRequest
+from ...errors import AppendConflictError
+from ..byteranges import ByteRequest, request_span
 from ..base import Capabilities, Store
 from ..keys import check_key, prefix_successor
 from .backends import Backend, Txn, open_backend, translate
 from .counter import PostgresCounter, SQLiteCounter
 from .queries import MAX_RANGES, Queries
-from .schema import KVZARR, Layout, open_layout
+from .schema import KVZARR, Layout, open_layout, segments_table
 
 #: keys fetched per query by lazy listings, and the most ``list_dir`` reads at once
 _PAGE = 1000
@@ -83,7 +91,12 @@ class SQLStore(Store):
             raise
         self._backend.set_table(self.layout.table)
         self.max_key_bytes = self._backend.max_key_bytes
-        self._q = Queries(self._backend.name, self._backend.placeholder, self.layout.table)
+        #: kvzarr's own layout has the segments table; the legacy layouts get no appends
+        self._appendable = self.layout.kind == KVZARR
+        if self._appendable:
+            self.capabilities = replace(type(self).capabilities, appends=True)
+        self._q = Queries(self._backend.name, self._backend.placeholder, self.layout.table,
+                          segments_table(self.layout.table) if self._appendable else None)
         self._blob = self._backend.blob
         #: the driver hands values over as bytes (sqlite3 does; psycopg a buffer)
         self._bytes_native = self._backend.name == "sqlite"
@@ -252,7 +265,12 @@ class SQLStore(Store):
 
     def _get(self, key: str) -> bytes | None:
         row = self._fetch_one(self._q.get, (key,), key)
-        return None if row is None else self._value(row[0])
+        if row is None:
+            return None
+        v = row[0]
+        if not v and self._appendable:   # an appended value, or an empty one
+            return self._get_appended(key)
+        return self._value(v)
 
     def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
         return self._get_ranges(key, [request])[0]
@@ -267,8 +285,51 @@ class SQLStore(Store):
             row = self._fetch_one(sql, params, key)
             if row is None:
                 return [None] * len(requests)
+            if self._appendable:
+                if row[-1]:       # the segment map of an appended value
+                    return self._ranges_appended(key, requests, row[-1])
+                row = row[:-1]
             out.extend(self._value(v) for v in row)
         return out
+
+    # -- appended values (stores/sql.md, "Appended values") --------------------------------
+
+    def _get_appended(self, key: str) -> bytes | None:
+        """The whole value of a key whose row was empty: its segments, read in the
+        snapshot that read the row (outside a transaction, both read again in one)."""
+        if self._current_transaction() is None:
+            with self.transaction(write=False):
+                return self._get(key)
+        with self._reading(key) as cur:
+            cur.execute(self._q.seg_values, (key,))
+            return b"".join(self._value(r[0]) for r in cur.fetchall())
+
+    def _ranges_appended(self, key: str, requests: Sequence[ByteRequest | None],
+                         segment_map: str) -> list[Any]:
+        """Byte ranges of an appended value whose segment map (``"e:length ..."``) the
+        ranges statement returned: the pieces of the segments each range overlaps, in one
+        statement, in the snapshot that read the map (outside a transaction, both are
+        read again in one)."""
+        if self._current_transaction() is None:
+            with self.transaction(write=False):
+                return self._get_ranges(key, requests)
+        segments = sorted(tuple(map(int, item.split(":"))) for item in segment_map.split())
+        size = segments[-1][0] if segments else 0
+        pieces: list[tuple[int, int, int]] = []
+        owners: list[int] = []
+        for which, request in enumerate(requests):
+            start, end = request_span(request, size)
+            for e, n in segments:
+                lo, hi = max(start, e - n), min(end, e)
+                if lo < hi:
+                    pieces.append((e, lo - (e - n), hi - lo))
+                    owners.append(which)
+        with self._reading(key) as cur:
+            got = self._q.segment_pieces(cur, key, pieces) if pieces else []
+        parts: list[list[bytes]] = [[] for _ in requests]
+        for which, piece in zip(owners, got):
+            parts[which].append(self._value(piece))
+        return [b"".join(p) for p in parts]
 
     def get_partial_values(
             self, key_ranges: Iterable[tuple[str, ByteRequest | None]]) -> list[bytes | None]:
@@ -293,6 +354,9 @@ class SQLStore(Store):
             return [self._get(keys[0])]
         with self._reading() as cur:
             found = self._q.get_many(cur, keys)
+        if self._appendable and b"" in found.values():
+            for k in [k for k, v in found.items() if not v]:
+                found[k] = self._get_appended(k)    # in get_many's read transaction
         get = found.get
         out = [get(k) for k in keys]
         if self._bytes_native and None not in out:
@@ -311,10 +375,20 @@ class SQLStore(Store):
         for i, k in enumerate(keys):
             where.setdefault(check_key(k, self.max_key_bytes), []).append(i)
         found: set[str] = set()
+        empty: list[str] = []    # appended (or empty) values: read after the others
         with self._reading() as cur:
             for k, v in self._q.iter_many(cur, list(where)):
+                if not v and self._appendable:
+                    empty.append(k)
+                    continue
                 found.add(k)
                 value = self._value(v)
+                for i in where[k]:
+                    yield i, value
+        for k in empty:
+            value = self._get_appended(k)
+            if value is not None:
+                found.add(k)
                 for i in where[k]:
                     yield i, value
         for k, places in where.items():
@@ -339,29 +413,98 @@ class SQLStore(Store):
 
     # -- writes --------------------------------------------------------------------------
 
+    def _has_segments(self, cur: Any) -> bool:
+        """Whether the store holds appended values, whose segments a write of their key
+        must drop: asked once per transaction (one indexed probe), so a store that never
+        appended pays one statement per write transaction, not one per key."""
+        if not self._appendable:
+            return False
+        txn = self._current_transaction()
+        if txn is not None and txn.segments is not None:
+            return txn.segments
+        cur.execute(self._q.seg_any)
+        found = cur.fetchone() is not None
+        if txn is not None:
+            txn.segments = found
+        return found
+
     def _set(self, key: str, value: bytes) -> None:
         with self._writing(key) as cur:
             cur.execute(self._q.upsert, (key, value))
+            if self._has_segments(cur):
+                cur.execute(self._q.seg_delete, (key,))
 
     def _set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
         with self._writing() as cur:
             self._q.set_many(cur, items)
+            if self._has_segments(cur):
+                self._q.delete_segments(cur, (k for k, _ in items))
 
     def _set_range(self, key: str, offset: int, value: bytes) -> None:
         with self._writing(key) as cur:
+            if self._has_segments(cur):
+                cur.execute(self._q.seg_of, (key,))
+                if cur.fetchone() is not None:
+                    # an appended value: spliced here and written back whole (dropping
+                    # its segments), as SQL cannot splice across segments
+                    cur.execute(self._q.seg_values, (key,))
+                    old = b"".join(self._value(r[0]) for r in cur.fetchall())
+                    if offset > len(old):
+                        old += b"\x00" * (offset - len(old))
+                    cur.execute(self._q.upsert,
+                                (key, old[:offset] + value + old[offset + len(value):]))
+                    cur.execute(self._q.seg_delete, (key,))
+                    return
             self._q.set_range(cur, key, offset, value)
 
     def _erase(self, key: str) -> None:
         with self._writing(key) as cur:
             cur.execute(self._q.delete, (key,))
+            if self._has_segments(cur):
+                cur.execute(self._q.seg_delete, (key,))
 
     def _erase_many(self, keys: Sequence[str]) -> None:
         with self._writing() as cur:
             self._q.erase_many(cur, keys)
+            if self._has_segments(cur):
+                self._q.delete_segments(cur, keys)
 
     def _erase_prefix(self, prefix: str) -> None:
+        high = prefix_successor(prefix)
         with self._writing() as cur:
-            self._q.erase_range(cur, prefix, prefix_successor(prefix))
+            self._q.erase_range(cur, prefix, high)
+            if self._has_segments(cur):
+                if high is None:
+                    cur.execute(self._q.seg_delete_from, (prefix,))
+                else:
+                    cur.execute(self._q.seg_delete_range, (prefix, high))
+
+    def _append(self, key: str, data: bytes, expected_size: int) -> None:
+        with self._writing(key) as cur:
+            cur.execute(self._q.length, (key,))
+            row = cur.fetchone()
+            if row is None:
+                raise AppendConflictError("cannot append to a value that does not exist",
+                                          key=key)
+            size = int(row[0] or 0)
+            plain = size > 0
+            if not plain:                 # appended before, or empty
+                cur.execute(self._q.seg_size, (key,))
+                size = int(cur.fetchone()[0] or 0)
+            if size != expected_size:
+                raise AppendConflictError(
+                    f"the value holds {size} bytes, not the {expected_size} the append "
+                    f"expected", key=key)
+            if not data:
+                return
+            if plain:   # first append: the row's bytes become the first segment
+                cur.execute(self._q.seg_delete, (key,))
+                cur.execute(self._q.seg_take, (key,))
+                cur.execute(self._q.mark_appended, (key,))
+            cur.execute(self._q.seg_insert, (key, size + len(data), data))
+            txn = self._current_transaction()
+            if txn is not None:
+                txn.segments = True
 
     # -- listing -------------------------------------------------------------------------
 
@@ -450,3 +593,4 @@ class SQLStore(Store):
     def __repr__(self) -> str:
         ro = ", read_only=True" if self.read_only else ""
         return f"SQLStore({self._backend.display!r}, table={self.layout.table!r}{ro})"
+

@@ -1,0 +1,88 @@
+"""Compaction of one array's chunks on demand: every stored chunk that holds garbage (a
+shard that partial writes appended to) is laid out again without it, each inside its own
+write transaction. What garbage is and how a shard is laid out is the codec's business
+(``CodecPipeline.compact``); this module only walks the stored chunks.
+
+Promises: a chunk is read, compacted and written back in one write transaction, so on a
+transactional store a concurrent writer of the same chunk is never lost (on the
+filesystem store, which has no transactions, run compaction while no one writes the
+array). A chunk the codec cannot read (a checksum mismatch, an index pointing past its
+end) is reported and left exactly as it is. The new chunk holds the same encoded inner
+chunks, so every reader reads the same values before and after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..errors import KvzarrError
+from .chunk_io import ChunkIO
+
+
+@dataclass
+class CompactionReport:
+    """What a compaction found and did (sizes in bytes)."""
+    #: arrays whose chunks can hold garbage (partly written shards), and their chunks
+    arrays: int = 0
+    chunks: int = 0
+    #: chunks laid out again (or, in a dry run, that would be)
+    compacted: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    #: (key, what is wrong) of every chunk that could not be read; left unchanged
+    corrupt: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def reclaimed(self) -> int:
+        return self.bytes_before - self.bytes_after
+
+    def add(self, other: "CompactionReport") -> None:
+        self.arrays += other.arrays
+        self.chunks += other.chunks
+        self.compacted += other.compacted
+        self.bytes_before += other.bytes_before
+        self.bytes_after += other.bytes_after
+        self.corrupt.extend(other.corrupt)
+
+
+def compactable(io: ChunkIO) -> bool:
+    """Whether the array's chunks can hold garbage: partial writes go through its codec
+    (a shard with nothing around it)."""
+    return io.pipeline.supports_partial
+
+
+def stored_chunk_keys(io: ChunkIO) -> list[tuple[tuple[int, ...], str]]:
+    """(grid coordinates, key) of every stored chunk of the array, in key order."""
+    return [(coords, io.key(coords)) for coords in io.stored_chunk_coords()]
+
+
+def compact_chunks(io: ChunkIO, chunks: list[tuple[tuple[int, ...], str]], *,
+                   dry_run: bool = False,
+                   progress: Callable[[str], None] | None = None) -> CompactionReport:
+    """Compact ``chunks`` (from :func:`stored_chunk_keys`) of one array; ``progress(key)``
+    after each. ``dry_run`` reads and measures but writes nothing."""
+    report = CompactionReport(arrays=1)
+    store = io.store
+    for coords, key in chunks:
+        with store.transaction(write=not dry_run):
+            data = store.get(key)
+            if data is not None:
+                report.chunks += 1
+                size = len(data)
+                report.bytes_before += size
+                try:
+                    result = io.pipeline.compact(data, io.spec(coords), key)
+                except KvzarrError as e:
+                    report.corrupt.append((key, str(e)))
+                    result = None
+                if result is None:
+                    report.bytes_after += size
+                else:
+                    report.compacted += 1
+                    report.bytes_after += len(result.data)
+                    if not dry_run:
+                        store.set(key, result.data)
+        if progress is not None:
+            progress(key)
+    return report
