@@ -193,6 +193,12 @@ class Array(Node):
     def _stored_chunk_coords(self):
         return iter(self._io.stored_chunk_coords())
 
+    @property
+    def compactable(self) -> bool:
+        """Whether this array's stored chunks can hold garbage that :meth:`compact`
+        removes: partial writes go through its codecs (shards not compressed whole)."""
+        return compactable(self._io)
+
     def compact(self, *, dry_run: bool = False,
                 progress: Callable[[str], None] | None = None) -> CompactionReport:
         """Lay every stored shard that holds garbage (left by appended partial writes,
@@ -203,7 +209,7 @@ class Array(Node):
         to compact. See :mod:`kvzarr.engine.compaction`."""
         if not dry_run:
             self._check_writable()
-        if not compactable(self._io):
+        if not self.compactable:
             return CompactionReport()
         return compact_chunks(self._io, stored_chunk_keys(self._io), dry_run=dry_run,
                               progress=progress)

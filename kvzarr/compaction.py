@@ -28,7 +28,7 @@ from .api import open as open_node
 from .api import open_store
 from .array import Array
 from .errors import ReadOnlyError
-from .engine.compaction import CompactionReport, compact_chunks, compactable, stored_chunk_keys
+from .engine.compaction import CompactionReport
 from .stores.base import Store
 
 
@@ -54,12 +54,8 @@ def compact(target: Any, path: str | None = None, *, dry_run: bool = False,
         node = open_node(store, mode="r" if dry_run else "r+", path=path)
         arrays = [node] if isinstance(node, Array) else \
             [a for _, a in node.members(max_depth=None) if isinstance(a, Array)]
-        plans = []
-        for array in arrays:
-            io = array._io
-            if compactable(io):
-                plans.append((io, stored_chunk_keys(io)))
-        total = sum(len(chunks) for _, chunks in plans)
+        arrays = [a for a in arrays if a.compactable]
+        total = sum(a.nchunks_initialized for a in arrays)
         done = 0
         if progress is not None:
             progress(0, total)
@@ -68,11 +64,11 @@ def compact(target: Any, path: str | None = None, *, dry_run: bool = False,
             nonlocal done
             done += 1
             if progress is not None:
-                progress(done, total)
+                progress(done, max(total, done))   # shards written meanwhile count too
 
         report = CompactionReport()
-        for io, chunks in plans:
-            report.add(compact_chunks(io, chunks, dry_run=dry_run, progress=step))
+        for array in arrays:
+            report.add(array.compact(dry_run=dry_run, progress=step))
         return report
     finally:
         if not isinstance(target, Store):

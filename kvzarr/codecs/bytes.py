@@ -85,7 +85,8 @@ class BytesCodec(ArrayBytesCodec):
                 f"the bytes codec needs 'endian' for the multi-byte data type {dt.name!r}",
                 field="bytes.endian", hint='add {"endian": "little"}')
 
-    def _stored_dtype(self, dt: DataType) -> np.dtype:
+    def stored_dtype(self, dt: DataType) -> np.dtype:
+        """The numpy dtype of the bytes this codec stores for elements of ``dt``."""
         return _stored_numpy_dtype(dt.numpy_dtype, self.endian or "little")
 
     def encode(self, chunk: np.ndarray, spec: ChunkArraySpec) -> bytes:
@@ -93,7 +94,7 @@ class BytesCodec(ArrayBytesCodec):
         if chunk.shape != spec.shape:
             raise CodecError(f"bytes codec got a chunk of shape {chunk.shape}, "
                              f"expected {spec.shape}")
-        stored = self._stored_dtype(spec.data_type)
+        stored = self.stored_dtype(spec.data_type)
         if chunk.dtype != stored:
             chunk = chunk.astype(stored, order="C")
         return chunk.tobytes(order="C")
@@ -108,7 +109,7 @@ class BytesCodec(ArrayBytesCodec):
         if view.nbytes != expected:
             raise CodecError(f"chunk has {view.nbytes} bytes, expected {expected} "
                              f"for shape {spec.shape} of {dt.name} (truncated or corrupt)")
-        stored = self._stored_dtype(dt)
+        stored = self.stored_dtype(dt)
         if view.format != "B" or view.ndim != 1:
             view = view.cast("B") if view.c_contiguous else memoryview(view.tobytes())
         arr = np.frombuffer(view, dtype=stored).reshape(spec.shape)

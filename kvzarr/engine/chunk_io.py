@@ -77,6 +77,10 @@ class ChunkIO:
         # the chunk's bytes are its elements (the bytes codec alone): encoding is a copy
         self._plain = (not pipeline.array_array and not pipeline.bytes_bytes
                        and isinstance(pipeline.array_bytes, BytesCodec))
+        #: the numpy dtype of a chunk's stored bytes when a chunk is its elements' bytes
+        #: (the bytes codec alone; point reads index into the value), else None
+        self.plain_dtype = (pipeline.array_bytes.stored_dtype(metadata.data_type)
+                            if self._plain else None)
         self._fill_encoded: bytes | None = None
         #: how partial shard writes update a shard (None: rewrite it)
         self.append_policy = store.append_policy() if pipeline.supports_partial else None
@@ -326,8 +330,7 @@ class ChunkIO:
     def _plain_layout(self) -> tuple[np.dtype, bytes | None]:
         """For plain-bytes chunks: the dtype of the stored bytes, and the fill chunk's
         bytes (None when empty chunks are written too)."""
-        stored = self.pipeline.array_bytes._stored_dtype(self.metadata.data_type)
-        return stored, None if self.config.write_empty_chunks else self._fill_bytes()
+        return self.plain_dtype, None if self.config.write_empty_chunks else self._fill_bytes()
 
     def _encode_box(self, indexer: Indexer, box: list[range], values: np.ndarray
                     ) -> list[tuple[str, Any]]:

@@ -52,9 +52,8 @@ class PointReader:
         self.strides = tuple(reversed(strides))
         self.fill = np.asarray(io.metadata.fill_value, dtype=dtype)[()]
         # a chunk stored as plain C-order bytes: read one element out of the value
-        self.stored_dtype = None
-        if io._plain:
-            self.stored_dtype = io.pipeline.array_bytes._stored_dtype(io.metadata.data_type)
+        self.stored_dtype = io.plain_dtype
+        if self.stored_dtype is not None:
             self.chunk_nbytes = math.prod(self.chunk_shape) * self.stored_dtype.itemsize
 
     def index(self, selection: Any) -> tuple[int, ...] | None:
