@@ -46,7 +46,6 @@ def open_store(target: Any = None, *, mode: str = "a", transformers: Any = None)
         raise
 
 
-
 def _existing(store: Store, path: str) -> ArrayMetadata | GroupMetadata | None:
     data = store.get(metadata_key(path))
     return None if data is None else parse_node_metadata(data, "/" + path)

@@ -155,6 +155,11 @@ GROUPS = {
     # the cache's bars: cached systems against an in-memory store, PostgreSQL's limit
     "cache": ["kvzarr-memory", "kvzarr-lmdb", "kvzarr-sql", "kvzarr-lmdb-cache",
               "kvzarr-sql-cache", "kvzarr-pg", "kvzarr-pg-cache", "raw-postgresql"],
+    # every bar of the storage transformers (cache, checksum, append_shards) in one run
+    "transformers": ["kvzarr-memory", "kvzarr-fs", "kvzarr-lmdb", "kvzarr-sql",
+                     "kvzarr-lmdb-cache", "kvzarr-sql-cache", "kvzarr-pg", "kvzarr-pg-cache",
+                     "raw-postgresql", "kvzarr-lmdb-checksum", "kvzarr-sql-checksum",
+                     "kvzarr-fs-append", "kvzarr-sql-append"],
     "checksum-blocks": ["kvzarr-lmdb", "kvzarr-sql", "kvzarr-lmdb-checksum",
                         "kvzarr-sql-checksum"] + [n for n in SYSTEMS if "-checksum-" in n],
 }
