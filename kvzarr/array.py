@@ -1,5 +1,6 @@
-"""Array: a Zarr v3 array in a store, with zarr-python's names and indexing semantics
-(SPEC-NOTES §3): ``a[...]``, ``oindex``, ``vindex``, ``blocks``, ``resize``, ``append``.
+"""Array: a Zarr v3 array in a store, with zarr-python 3's names and indexing semantics
+(``src/zarr/core/array.py``, ``core/indexing.py``): ``a[...]``, ``oindex``, ``vindex``,
+``blocks``, ``resize``, ``append``.
 
 Thread/process promises: each read sees one consistent snapshot of the store where the
 store is transactional; each write (including the read-modify-write of partly covered

@@ -1,5 +1,7 @@
-"""The chunk grid: one class for regular and rectilinear grids (seed 002, "Unified Chunk
-Grid"; core spec "regular" grid; zarr-extensions "rectilinear", SPEC-NOTES §1).
+"""The chunk grid: one class for regular and rectilinear grids (zarr-python's
+``design/chunk-grid.md``, "Unified Chunk Grid"; core spec "regular" grid; zarr-extensions
+``chunk-grids/rectilinear``,
+https://github.com/zarr-developers/zarr-extensions/tree/main/chunk-grids/rectilinear).
 
 A :class:`ChunkGrid` is bound to the array shape: each dimension is a
 :class:`FixedDimension` (uniform chunk size, boundary chunk padded) or a
@@ -158,7 +160,8 @@ class VaryingDimension:
 
     def resize(self, new_extent: int) -> "VaryingDimension":
         """Grow past the edges by appending one chunk for the gap; otherwise keep every
-        edge and re-bind the extent (zarr-python 3.3 behaviour, SPEC-NOTES §1.5)."""
+        edge and re-bind the extent (zarr-python 3.3 behaviour: ``VaryingDimension.resize`` in
+        its ``design/chunk-grid.md``)."""
         total = self.cumulative[-1]
         if new_extent > total:
             return VaryingDimension(self.edges + (new_extent - total,), new_extent)

@@ -73,7 +73,7 @@ def test_boundary_chunk_is_padded_with_fill(store):
 
 
 def test_resize_keeps_straddling_chunk_like_zarr_python(store):
-    # SPEC-NOTES §3.8: int16 chunks (4,), data 1..10, resize 10 -> 5 -> 10
+    # zarr-python issue #1017: int16 chunks (4,), data 1..10, resize 10 -> 5 -> 10
     a = kvzarr.create_array(store, name="a", shape=(10,), chunks=(4,), dtype="int16")
     a[:] = np.arange(1, 11)
     a.resize(5)

@@ -1,4 +1,5 @@
-"""ChunkGrid: regular and rectilinear forms, sizes, lookups, resize (seed 002, SPEC-NOTES §1)."""
+"""ChunkGrid: regular and rectilinear forms, sizes, lookups, resize (zarr-python's
+``design/chunk-grid.md``; zarr-extensions ``chunk-grids/rectilinear``)."""
 
 import numpy as np
 import pytest
@@ -25,7 +26,7 @@ def test_regular_grid_shape_and_sizes():
 
 
 def test_spec_example_every_form():
-    # SPEC-NOTES §1.7 Ex 1
+    # every dimension-spec form of the rectilinear grid in one array
     grid, name = parse_chunk_grid(rect([3, [2, 4, 3], [[4, 2]], [[2, 3], 4], [2, 2, 2, 2]]),
                                   (7, 9, 8, 10, 5))
     assert name == "rectilinear"

@@ -1,4 +1,4 @@
-"""Selections -> chunk projections, checked against numpy (SPEC-NOTES §3, §4).
+"""Selections -> chunk projections, checked against numpy.
 
 The harness splits a numpy array into the chunks of a grid (regular or rectilinear, padded
 to the codec shape with a sentinel), applies the projections exactly as the array layer
@@ -372,7 +372,7 @@ def test_classified_dispatch_matches_numpy(data):
         np.testing.assert_array_equal(run_get(ix, arr, grid), arr[sel])
 
 
-# --- per-dimension projection: invariants and the worked examples of §4.5 -----------
+# --- per-dimension projection: invariants and three worked examples -----------------
 
 def rows(proj):
     return [(c, s, o) for c, s, o in zip(proj.coords, proj.chunk_sel, proj.out_sel)]
@@ -526,7 +526,7 @@ def test_many_chunks_stay_lean():
     assert ix.nchunks() == 100_000
 
 
-# --- prepare_value (§3.7) ------------------------------------------------------------
+# --- prepare_value -------------------------------------------------------------------
 
 def test_prepare_value():
     grid = ChunkGrid.from_sizes((4, 5), (2, 2))
@@ -550,7 +550,7 @@ def test_prepare_value():
     assert v.shape == (3,) and v["b"][2] == 2.5
 
 
-# --- error table (§3.6) --------------------------------------------------------------
+# --- error types (zarr-python's) -----------------------------------------------------
 
 G2 = ChunkGrid.from_sizes((10, 6), (3, [2, 4]))
 
@@ -634,7 +634,7 @@ def test_errors_match_zarr_python():
             assert isinstance(o.value, type(t.value)), (tname, o.value)
 
 
-# --- dispatch (§3.1) -------------------------------------------------------------------
+# --- dispatch (zarr-python's a[sel]) --------------------------------------------------
 
 @pytest.mark.parametrize("shape, sel, kind", [
     ((5, 6), [1, 3], "orthogonal"),

@@ -1,4 +1,4 @@
-"""Imports only go down the layers (DESIGN.md "Style"), and no modules import each other
+"""Imports only go down the layers, and no modules import each other
 in a circle: checked on the source with ast.
 
 The floors, top to bottom: api -> group -> hierarchy -> array -> engine -> codecs ->

@@ -1,5 +1,5 @@
 """``numcodecs.*`` codecs: numcodecs codecs under zarr-python 3's naming convention
-(SPEC-NOTES §2.3; not a registered Zarr extension).
+(``zarr.codecs.numcodecs``; not a registered Zarr extension).
 
 Configuration: the name is ``"numcodecs." + codec_id`` and the configuration is
 numcodecs' ``get_config()`` without ``"id"``, e.g.::

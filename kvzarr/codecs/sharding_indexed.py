@@ -1,4 +1,5 @@
-"""The ``sharding_indexed`` codec (codecs/sharding-indexed v1.0; SPEC-NOTES §5, §1.6):
+"""The ``sharding_indexed`` codec (sharding-indexed v1.0,
+https://zarr-specs.readthedocs.io/en/latest/v3/codecs/sharding-indexed/index.html):
 array -> bytes, many inner chunks in one stored value plus an index.
 
 Configuration (all four members are written; ``index_location`` defaults to ``"end"``

@@ -1,5 +1,5 @@
 """``vlen-utf8`` and ``vlen-bytes``: array -> bytes codecs for variable-length elements
-(zarr-extensions ``codecs/vlen-utf8``, ``codecs/vlen-bytes``; SPEC-NOTES §2.4, §2.5).
+(zarr-extensions ``codecs/vlen-utf8``, ``codecs/vlen-bytes``).
 
 Encoding of one chunk: a ``u32le`` element count, then for each element in C order a
 ``u32le`` byte length followed by the bytes (UTF-8 for ``vlen-utf8``). Example::

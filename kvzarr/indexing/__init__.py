@@ -1,20 +1,22 @@
-"""Selections -> chunk projections (SPEC-NOTES §3 and §4; seed 003 corrected).
+"""Selections -> chunk projections (zarr-python 3's ``src/zarr/core/indexing.py`` semantics;
+slices projected as in netCDF-C's ``libnczarr/zchunking.c``).
 
 Every selection kind zarr-python 3 supports becomes an :class:`Indexer` over a
 :class:`~kvzarr.grid.ChunkGrid` (regular or rectilinear). Iterating it yields one
 :class:`ChunkProjection` per touched chunk; see :mod:`kvzarr.indexing.projection` for how
 the array layer applies them. One module per concern:
 
-* :mod:`.dims` — per-dimension projection (the corrected NCZarr algorithm, §4.4)
+* :mod:`.dims` — per-dimension projection (the NCZarr slice projection, vectorised)
 * :mod:`.projection` — ``ChunkProjection``, the cross product over dimensions
-* :mod:`.basic` — basic and block selections (§3.2, §3.5)
-* :mod:`.orthogonal` — ``oindex`` (§3.3)
-* :mod:`.vindex` — coordinate and mask selections (§3.4)
-* :mod:`.normalize` — predicates and the ``a[sel]`` dispatch (§3.1)
-* :mod:`.values` — values for a set (§3.7)
+* :mod:`.basic` — basic and block selections (zarr-python ``BasicIndexer``, ``BlockIndexer``)
+* :mod:`.orthogonal` — ``oindex`` (zarr-python ``OrthogonalIndexer``)
+* :mod:`.vindex` — coordinate and mask selections (``CoordinateIndexer``, ``MaskIndexer``)
+* :mod:`.normalize` — predicates and the ``a[sel]`` dispatch (as zarr-python's)
+* :mod:`.values` — values for a set
 * :mod:`.partial` — a chunk selection as an orthogonal box plus a sub-selection (shards)
 
-Errors follow the table of §3.6 with the classes of :mod:`kvzarr.errors`.
+Errors have zarr-python's types (``BoundsCheckError``, ``NegativeStepError``,
+``VindexInvalidSelectionError``, all ``IndexError``) from :mod:`kvzarr.errors`.
 """
 
 from .basic import BasicIndexer, BlockIndexer

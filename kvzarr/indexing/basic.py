@@ -1,4 +1,4 @@
-"""Basic and block selections (SPEC-NOTES §3.2, §3.5).
+"""Basic and block selections (zarr-python 3's ``BasicIndexer`` and ``BlockIndexer``).
 
 Basic: ints (negative wrap once), slices with step >= 1 (clipped like ``slice.indices``), one
 ``...``; missing trailing dims are ``:``; integer dims are dropped from the result shape.

@@ -1,8 +1,8 @@
 """Per-dimension projection of one selection item onto the chunks of one grid dimension.
 
-Implements the corrected NCZarr hyperslab projection (SPEC-NOTES §4.4; seed 003 with its
-slips fixed) for slices, and its array analogue for integer / Boolean arrays (zarr-python's
-``IntArrayDimIndexer``, SPEC-NOTES §3.3), for regular and rectilinear dimensions.
+Implements the NCZarr hyperslab projection (netCDF-C ``libnczarr/zchunking.c``, the same
+math as zarr-python's ``SliceDimIndexer``) for slices, and its array analogue for integer /
+Boolean arrays (zarr-python's ``IntArrayDimIndexer``), for regular and rectilinear dimensions.
 
 Promises: every result is computed with vectorised numpy per dimension (a slice over a
 few chunks in plain integers: numpy's cost per call is more than such a loop); Python
@@ -111,7 +111,7 @@ FEW_CHUNKS = 8
 
 
 def project_slice(sel: slice, dim: Any) -> DimProjection:
-    """SPEC-NOTES §4.4, vectorised over the touched chunks."""
+    """The slice's items per touched chunk, vectorised over the touched chunks."""
     s, e, k = normalize_slice(sel, dim.extent)
     n = max(0, -(-(e - s) // k))
     if n == 0:

@@ -1,8 +1,8 @@
-"""Selection predicates, normalisation and the ``a[sel]`` dispatch (SPEC-NOTES §3.1).
+"""Selection predicates, normalisation and the ``a[sel]`` dispatch.
 
 Mirrors zarr-python 3's ``is_pure_fancy_indexing`` / ``is_pure_orthogonal_indexing`` /
 ``replace_ellipsis`` / ``pop_fields`` so that a selection takes the same path here as there;
-errors are kvzarr's (SPEC-NOTES §3.6).
+errors are kvzarr's, of the types zarr-python raises.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Orthogonal (outer) selection, ``a.oindex[...]`` (SPEC-NOTES §3.3).
+"""Orthogonal (outer) selection, ``a.oindex[...]`` (zarr-python 3's ``OrthogonalIndexer``).
 
 Per dimension: an int, a slice (step >= 1), a 1-D integer array or list (any order,
 duplicates, negatives wrap), or a 1-D Boolean array of exactly the dimension's length.

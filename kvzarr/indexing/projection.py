@@ -1,5 +1,5 @@
-"""Chunk projections and the Cartesian product of per-dimension projections
-(SPEC-NOTES §4.4, "Multi-dimensional selection = the Cartesian product").
+"""Chunk projections and the Cartesian product of per-dimension projections: the chunks a
+selection touches are the product of the chunks each dimension touches.
 
 A :class:`ChunkProjection` says, for one chunk, which elements of the decoded chunk (an
 array of the chunk's *codec* shape) meet which elements of the output buffer. The array

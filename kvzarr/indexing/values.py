@@ -1,4 +1,4 @@
-"""Values for a set (SPEC-NOTES §3.7).
+"""Values for a set, taken as zarr-python 3 takes them.
 
 A scalar broadcasts to the whole selection. A non-scalar must have the selection's shape;
 axes of size 1 broadcast, but dimensions are never prepended (``a[...] = row`` into a 2-D

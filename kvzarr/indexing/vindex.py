@@ -1,4 +1,5 @@
-"""Coordinate and mask selections, ``a.vindex[...]`` (SPEC-NOTES §3.4).
+"""Coordinate and mask selections, ``a.vindex[...]`` (zarr-python 3's ``CoordinateIndexer``
+and ``MaskIndexer``).
 
 Coordinate: one integer array per dimension (ints become 1-element arrays), broadcast
 together with numpy's rules; the result has the broadcast shape. Mask: one Boolean array

@@ -1,4 +1,5 @@
-"""Chunk key encodings (core spec "Chunk key encoding"; SPEC-NOTES §2.11).
+"""Chunk key encodings (core spec "Chunk key encoding",
+https://zarr-specs.readthedocs.io/en/latest/v3/core/index.html).
 
 ``default``: ``c`` then ``separator + index`` per dimension (``c/1/23``; a 0-d array is
 ``c``). ``v2``: the indices joined by the separator with no prefix (``1.23``; 0-d is

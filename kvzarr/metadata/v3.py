@@ -1,5 +1,5 @@
 """Zarr v3 ``zarr.json`` documents for arrays and groups (core spec "Array metadata",
-"Group metadata"; SPEC-NOTES §2.13 for what zarr-python writes).
+"Group metadata"; zarr-python 3's ``src/zarr/core/metadata/v3.py`` for what it writes).
 
 Parsing checks every member's type and raises :class:`MetadataError` naming the field.
 Unknown top-level members are allowed only as objects with ``"must_understand": false``;

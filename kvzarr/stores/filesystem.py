@@ -1,5 +1,6 @@
 """FilesystemStore: one file per key under a root directory, per the Zarr v3 filesystem
-store spec (seeds/zarr-specs/docs/v3/stores/filesystem). Specification: stores/filesystem.md.
+store spec (https://zarr-specs.readthedocs.io/en/latest/v3/stores/filesystem/index.html).
+Specification: stores/filesystem.md.
 
 Every write is atomic per key: the value goes to a temporary file in the key's directory
 and is renamed over the key, so a reader or a crash sees the old value or the new one,

@@ -1,5 +1,5 @@
 """Storage transformers: Stores that wrap Stores, between the chunk engine and the store
-(DESIGN.md, "Layers"). One module each, on one delegating base class
+(imports only go down; ``tests/test_layers.py``). One module each, on one delegating base class
 (:class:`~.base.Transformer`):
 
 * :class:`Cache` (``"cache"``): a bounded LRU of values, absent keys and listings,

@@ -1,7 +1,7 @@
 """The storage transformer base: a Store that wraps a Store (its ``base``) and delegates
 every operation it does not change.
 
-Transformers sit between the chunk engine and the stores (DESIGN.md, "Layers"): the
+Transformers sit between the chunk engine and the stores (``tests/test_layers.py``): the
 array above never knows they are there, and the store below never knows it is wrapped.
 This module imports only the store interface.
 

@@ -338,8 +338,9 @@ def test_whole_array_chunks_match_zarr(data, filters, serializer, compressors):
 
 
 def test_v2_style_big_endian_delta_reads_like_zarr():
-    """SPEC-NOTES §6.5's migrated array: ``numcodecs.delta`` with ``>i2`` and a big-endian
-    bytes codec, chunks written the zarr v2 way (numcodecs on big-endian data)."""
+    """A v2 array as zarr-python's ``zarr migrate v3`` converts it: ``numcodecs.delta`` with
+    ``>i2`` and a big-endian bytes codec, chunks written the zarr v2 way (numcodecs on
+    big-endian data)."""
     data = (np.arange(30, dtype="int16").reshape(5, 6) * 37) - 400
     meta = {"shape": [5, 6], "data_type": "int16",
             "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [5, 6]}},

@@ -1,4 +1,5 @@
-"""The sharding_indexed codec (codecs/sharding-indexed v1.0, SPEC-NOTES §5 and §1.6):
+"""The sharding_indexed codec (sharding-indexed v1.0,
+https://zarr-specs.readthedocs.io/en/latest/v3/codecs/sharding-indexed/index.html):
 configuration, byte layout, partial reads and writes, errors, and bit-exact interop with
 zarr-python 3."""
 
@@ -175,7 +176,7 @@ def test_validate_checks_inner_codecs_against_the_data_type():
 # --- byte layout ------------------------------------------------------------------------
 
 def test_worked_example_ex6_rectilinear_shard_sizes():
-    # SPEC-NOTES §1.7 Ex 6: shards of 10, 20, 5 uint8 with inner [5], index bytes+crc32c
+    # rectilinear shards of 10, 20, 5 uint8 with inner [5], index bytes+crc32c
     codec = sharding([5], codecs=[{"name": "bytes"}])
     for shard_len, index_size, total in [(10, 36, 46), (20, 68, 88), (5, 20, 25)]:
         spec = make_spec((shard_len,), "uint8")
@@ -188,7 +189,8 @@ def test_worked_example_ex6_rectilinear_shard_sizes():
 
 
 def test_index_offsets_count_from_shard_start_with_index_at_start():
-    # SPEC-NOTES §5.1: shard [4] uint8, inner [2] -> first chunk at (36, 2) with "start"
+    # offsets count from the shard's byte 0: shard [4] uint8, inner [2] -> first chunk at
+    # (36, 2) with "start"
     data = np.array([1, 2, 3, 4], dtype="u1")
     spec = make_spec((4,), "uint8")
     start = ready(sharding([2], codecs=[{"name": "bytes"}], index_location="start"), spec)

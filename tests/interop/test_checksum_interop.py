@@ -1,6 +1,6 @@
-"""The checksum transformer changes nothing another Zarr reader sees (DESIGN.md,
-"Storage transformers": values stay byte for byte what Zarr wrote; records live under
-reserved ``__kvzarr/`` keys). A directory and a zip archive written through a checksum
+"""The checksum transformer changes nothing another Zarr reader sees
+(``kvzarr/transformers/checksum``: values stay byte for byte what Zarr wrote; records live
+under reserved ``__kvzarr/`` keys). A directory and a zip archive written through a checksum
 stack are read bit-exactly by zarr-python 3.1 and TensorStore, zarr-python lists no
 reserved key as a child, and what zarr-python writes into such a store is adopted by
 ``verify(repair_missing=True)`` and then read verified."""

@@ -1,5 +1,5 @@
 """Golden formats: stores written by the peers, and the rectilinear chunk grid's worked
-examples (zarr-extensions ``chunk-grids/rectilinear``; SPEC-NOTES §1.2, §1.4, §1.5, §1.7).
+examples (zarr-extensions ``chunk-grids/rectilinear``; zarr-python's ``design/chunk-grid.md``).
 
 ``golden/zarr_python`` (zarr-python 3.1) and ``golden/tensorstore`` are raw filesystem
 stores made by ``make_golden.py``; the values kvzarr must read from them are literals
@@ -177,7 +177,7 @@ def test_rectilinear_round_trip(tmp_path):
 
 
 @pytest.mark.parametrize("chunks, shape, want", [
-    ([[10, 20, 30], [25, 25, 25, 25]], (60, 100), [[10, 20, 30], [[25, 4]]]),  # §1.2
+    ([[10, 20, 30], [25, 25, 25, 25]], (60, 100), [[10, 20, 30], [[25, 4]]]),  # as zarr-python
     ([[10, 20, 30], 25], (60, 100), [[10, 20, 30], 25]),  # a bare integer stays bare
     ([[2, 2, 3, 3, 3]], (13,), [[[2, 2], [3, 3]]]),  # RLE only when it is shorter
     ([[1, 2, 1]], (4,), [[1, 2, 1]]),
@@ -196,7 +196,7 @@ def test_rectilinear_equal_edges_collapse_to_regular(tmp_path):
 
 
 def test_rectilinear_resize_appends_one_chunk(tmp_path):
-    """§1.5: growing an explicit dimension past its edge sum appends one chunk."""
+    """zarr-python 3.3: growing an explicit dimension past its edge sum appends one chunk."""
     arr = kvzarr.create_array(str(tmp_path), name="r", shape=(60, 100), dtype="uint8",
                               chunks=[[10, 20, 30], [25, 25, 25, 25]])
     arr.resize((70, 110))

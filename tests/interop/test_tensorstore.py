@@ -1,6 +1,6 @@
 """kvzarr against TensorStore's ``zarr3`` driver over a shared directory (``file``
 kvstore); core spec codecs, chunk key encodings, fill values and ``sharding_indexed``
-(SPEC-NOTES §2.9, §2.11, §5).
+(https://zarr-specs.readthedocs.io/en/latest/v3/core/index.html).
 
 Promises checked here: over the numeric case matrix of ``conftest``, what kvzarr writes
 TensorStore reads bit-exactly (with the same fill value, NaN payloads included) and what

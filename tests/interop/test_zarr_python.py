@@ -1,5 +1,5 @@
 """kvzarr against zarr-python 3.1 over a shared directory (core spec "Array metadata",
-"Chunk key encoding", codecs, sharding; SPEC-NOTES §2, §3.8, §3.9, §5).
+"Chunk key encoding", codecs, sharding; zarr-python's ``resize`` and ``write_empty_chunks``).
 
 Promises checked here: what kvzarr writes zarr-python reads bit-exactly and what
 zarr-python writes kvzarr reads bit-exactly, over the case matrix of ``conftest``

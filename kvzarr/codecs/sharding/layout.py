@@ -1,5 +1,5 @@
-"""The geometry and index of one shard (sharding-indexed v1.0, "Binary shard format";
-SPEC-NOTES §5.1, §5.2, §1.6).
+"""The geometry and index of one shard (sharding-indexed v1.0, "Binary shard format",
+https://zarr-specs.readthedocs.io/en/latest/v3/codecs/sharding-indexed/index.html).
 
 A :class:`ShardLayout` is everything that follows from one shard shape: chunks per shard,
 the inner chunk grid, the index's array spec and encoded size, and the Morton write order.

@@ -1,4 +1,5 @@
-"""The data type contract (core spec "Data types"; SPEC-NOTES §2).
+"""The data type contract (core spec "Data types",
+https://zarr-specs.readthedocs.io/en/latest/v3/data-types/index.html).
 
 A :class:`DataType` ties a Zarr data type name to the numpy dtype used in memory and to
 the JSON encoding of its fill value. The ``bytes`` codec uses ``itemsize`` and
@@ -25,7 +26,8 @@ class DataType(ABC):
     #: the ``bytes`` codec must state an ``endian`` for this type
     has_endianness: bool
     #: read from a legacy spelling whose ``bytes`` codec may omit ``endian``, meaning
-    #: little-endian (zarr-python 3.1's ``structured``, SPEC-NOTES §2.8)
+    #: little-endian (legacy ``structured``: zarr-extensions ``data-types/structured``,
+    #: "Endianness handling")
     implicit_little_endian: bool = False
 
     @property

@@ -1,5 +1,5 @@
 """The core data types: bool, int8..uint64, float16/32/64, complex64/128 and r<bits>
-(core spec "Data types", fill values per "fill_value"; SPEC-NOTES §2.9).
+(core spec "Data types", fill values per "fill_value").
 
 Float fill values keep their bit pattern: "NaN" is the canonical quiet NaN, any other
 NaN payload is written as "0x..." hex of the IEEE bits and read back bit-exactly.

@@ -1,5 +1,5 @@
 """String and byte-string data types (zarr-extensions ``data-types/string``, ``bytes``,
-``fixed-length-utf32``; SPEC-NOTES §2.4-2.6).
+``fixed-length-utf32``).
 
 * ``string``: variable-length Unicode, numpy ``StringDType()`` in memory (what zarr-python
   3.1.6 returns); fill is a JSON string, default ``""``. Serialised by ``vlen-utf8``.

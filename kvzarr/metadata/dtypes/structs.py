@@ -1,5 +1,5 @@
 """The ``struct`` data type and the legacy ``structured`` spelling (zarr-extensions
-``data-types/struct``, ``structured``; SPEC-NOTES §2.8).
+``data-types/struct``, ``structured``).
 
 ``{"name": "struct", "configuration": {"fields": [{"name": "id", "data_type": "int32"},
 ...]}}`` is a packed numpy structured dtype: fields in declaration order, no padding,

@@ -1,5 +1,5 @@
 """``numpy.datetime64`` and ``numpy.timedelta64`` (zarr-extensions ``data-types/datetime64``,
-``timedelta64``; SPEC-NOTES §2.7).
+``timedelta64``).
 
 ``{"name": "numpy.datetime64", "configuration": {"unit": "us", "scale_factor": 10}}`` is
 numpy ``datetime64[10us]``: a 64-bit signed count of ``scale_factor * unit`` since the

@@ -5,7 +5,7 @@ Promises
 --------
 * **Values are untouched.** What the layer above writes is stored byte for byte, so other
   Zarr readers (zarr-python, TensorStore) read a store written through the stack as if
-  the stack were not there (DESIGN.md, "Storage transformers"). Each value's *record*
+  the stack were not there (``tests/interop/test_checksum_interop.py``). Each value's *record*
   lives at ``__kvzarr/crc/<key>``, under the reserved prefix of
   :mod:`kvzarr.stores.keys`. Listings through the stack never show records (the root
   shows ``__kvzarr/`` only when other reserved keys are there), keys and prefixes under
