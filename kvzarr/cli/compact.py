@@ -44,7 +44,8 @@ def run(target: str, path: str | None, dry_run: bool = False) -> int:
             bar.close()
     verb = "would compact" if dry_run else "compacted"
     print(f"{target}{'/' + path.strip('/') if path else ''}: {verb} {report.compacted} of "
-          f"{report.chunks} shards in {report.arrays} sharded arrays; "
+          f"{report.chunks} shards in {report.arrays} sharded "
+          f"{'array' if report.arrays == 1 else 'arrays'}; "
           f"{_size(report.reclaimed)} {'reclaimable' if dry_run else 'reclaimed'} "
           f"({_size(report.bytes_before)} -> {_size(report.bytes_after)})")
     for key, problem in report.corrupt:

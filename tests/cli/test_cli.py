@@ -84,10 +84,10 @@ def test_compact_reclaims_garbage_and_says_how_much(tmp_path, capsys, suffix):
     want = _appended_array(target)
     assert main(["compact", target, "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "would compact 2 of 4 shards in 1 sharded arrays" in out and "reclaimable" in out
+    assert "would compact 2 of 4 shards in 1 sharded array" in out and "reclaimable" in out
     assert main(["compact", target, "g"]) == 0
     out = capsys.readouterr().out
-    assert "compacted 2 of 4 shards in 1 sharded arrays" in out and "reclaimed" in out
+    assert "compacted 2 of 4 shards in 1 sharded array" in out and "reclaimed" in out
     assert main(["compact", target, "g/img"]) == 0
     assert "compacted 0 of 4 shards" in capsys.readouterr().out
     np.testing.assert_array_equal(kvzarr.open_array(target, path="g/img", mode="r")[:], want)
