@@ -10,7 +10,6 @@ chunks), resize and attribute change runs in one store transaction.
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from dataclasses import replace
 from collections.abc import Callable
@@ -80,8 +79,14 @@ def _evolve_pipeline(metadata: ArrayMetadata, config: ArrayConfig,
 
 
 def _distinct_codec_shapes(metadata: ArrayMetadata) -> list[tuple[int, ...]]:
-    return list(itertools.product(*(d.unique_edge_lengths
-                                    for d in metadata.chunk_grid.dimensions)))
+    """Codec shapes that between them use every distinct edge length of every dimension
+    (shape k takes each dimension's k-th distinct edge, cycling): what the codecs check
+    of a shape (divisibility by an inner chunk, the number of dimensions) is checked per
+    dimension, so these cover every chunk of the grid without enumerating the product
+    of the edge lengths, which a rectilinear grid of many dimensions makes astronomical."""
+    edges = [d.unique_edge_lengths for d in metadata.chunk_grid.dimensions]
+    count = max((len(e) for e in edges), default=1)
+    return [tuple(e[k % len(e)] for e in edges) for k in range(count)]
 
 
 class Array(Node):

@@ -19,7 +19,7 @@ from .grid import ChunkGrid, FixedDimension, VaryingDimension
 from .runtime.memo import BoundedMemo
 from .metadata.chunk_keys import ChunkKeyEncoding, parse_chunk_key_encoding
 from .metadata.dtypes import DataType, data_type_from_numpy
-from .metadata.v3 import ArrayMetadata
+from .metadata.v3 import MAX_NDIM, ArrayMetadata, check_geometry
 
 _TARGET_CHUNK_BYTES = 1 << 20
 _DEFAULT_KEY_ENCODING = ChunkKeyEncoding("default", "/")
@@ -149,6 +149,9 @@ def build_array_metadata(
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
     if any(n < 0 for n in shape):
         raise MetadataError(f"negative extent in shape {shape}", field="shape")
+    if len(shape) > MAX_NDIM:
+        raise MetadataError(f"the array has {len(shape)} dimensions, more than the "
+                            f"{MAX_NDIM} numpy supports", field="shape")
     data_type = _data_type("float64" if dtype is None else dtype)
     fill = data_type.coerce_fill(fill_value)
     itemsize = data_type.itemsize or 16
@@ -185,6 +188,7 @@ def build_array_metadata(
             codec_list, outer_chunks = [sharding], shards
 
     grid, grid_name = build_grid(shape, outer_chunks, itemsize)
+    check_geometry(shape, grid, data_type)
     cke = (_DEFAULT_KEY_ENCODING if chunk_key_encoding is None
            else parse_chunk_key_encoding(chunk_key_encoding)
            if not isinstance(chunk_key_encoding, ChunkKeyEncoding) else chunk_key_encoding)

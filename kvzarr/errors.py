@@ -128,6 +128,20 @@ class CodecError(KvzarrError, ValueError):
     """A chunk could not be encoded or decoded: truncated data, wrong size, bad framing."""
 
 
+class DecodedSizeError(CodecError):
+    """A chunk decodes to more bytes than its codec spec allows: a decompression bomb or
+    corrupt data. Decoders stop at ``limit`` bytes (what the chunk's shape and data type
+    allow, plus what the format needs) instead of inflating the whole value first;
+    ``limit`` is that bound and ``declared`` the size the value's own header claims
+    (None where the format has no such header)."""
+
+    def __init__(self, message: str, *, limit: int | None = None,
+                 declared: int | None = None, **where: Any) -> None:
+        super().__init__(message, **where)
+        self.limit = limit
+        self.declared = declared
+
+
 class ChecksumMismatchError(CodecError):
     """A stored checksum does not match the bytes it protects. Where the checksum covers a
     value block by block (the checksum storage transformer), ``block`` is the index of the

@@ -26,6 +26,25 @@ import numpy as np
 
 from .errors import MetadataError
 
+#: the largest extent, chunk size or edge sum a dimension may have: indices are int64
+#: in numpy (and a Zarr array's shape is a list of uint64; past this numpy cannot index)
+MAX_INDEX = 2**63 - 1
+
+
+def _numpy_max_ndim() -> int:
+    """numpy's limit on dimensions (``NPY_MAXDIMS``: 64 since numpy 2, 32 before)."""
+    for n in (64, 32):
+        try:
+            np.empty((1,) * n, dtype=np.uint8)
+            return n
+        except ValueError:
+            continue
+    return 32
+
+
+#: the most dimensions an array may have: numpy cannot make an array of more
+MAX_NDIM = _numpy_max_ndim()
+
 
 @dataclass(frozen=True)
 class FixedDimension:
@@ -34,10 +53,12 @@ class FixedDimension:
     extent: int
 
     def __post_init__(self) -> None:
-        if self.size < 1:
-            raise MetadataError(f"chunk size must be >= 1, got {self.size}", field="chunk_shape")
-        if self.extent < 0:
-            raise MetadataError(f"array extent must be >= 0, got {self.extent}", field="shape")
+        if not 1 <= self.size <= MAX_INDEX:
+            raise MetadataError(f"chunk size must be in 1..{MAX_INDEX}, got {self.size}",
+                                field="chunk_shape")
+        if not 0 <= self.extent <= MAX_INDEX:
+            raise MetadataError(f"array extent must be in 0..{MAX_INDEX}, got {self.extent}",
+                                field="shape")
 
     @property
     def nchunks(self) -> int:
@@ -89,54 +110,118 @@ class FixedDimension:
 
 @dataclass(frozen=True, init=False)
 class VaryingDimension:
-    """Explicit chunk edges; ``sum(edges) >= extent`` (trailing cells may lie outside)."""
-    edges: tuple[int, ...]
-    cumulative: tuple[int, ...]
+    """Explicit chunk edges; ``sum(edges) >= extent`` (trailing cells may lie outside).
+
+    The edges are kept as runs ``(edge, count)``, as the metadata writes them
+    (``[value, count]``), never expanded: ``[[1, 2**32]]`` is one run, not four billion
+    integers. Index <-> chunk lookups are a bisection over the run boundaries and
+    arithmetic inside a run, so every question costs ``O(log runs)``."""
+    #: (edge length, number of chunks) per run; adjacent runs have different edges
+    runs: tuple[tuple[int, int], ...]
     extent: int
 
     def __init__(self, edges: Sequence[int], extent: int) -> None:
-        edges = tuple(int(e) for e in edges)
-        if not edges:
+        runs: list[list[int]] = []
+        for e in edges:
+            e = int(e)
+            if runs and runs[-1][0] == e:
+                runs[-1][1] += 1
+            else:
+                runs.append([e, 1])
+        self._setup(runs, extent)
+
+    @classmethod
+    def from_runs(cls, runs: Sequence[Sequence[int]], extent: int) -> "VaryingDimension":
+        """The dimension of ``runs`` (``(edge, count)`` pairs) over ``extent``."""
+        dim = cls.__new__(cls)
+        dim._setup(runs, extent)
+        return dim
+
+    def _setup(self, runs: Sequence[Sequence[int]], extent: int) -> None:
+        if not runs:
             raise MetadataError("a rectilinear dimension needs at least one edge",
                                 field="chunk_shapes")
-        if any(e < 1 for e in edges):
-            raise MetadataError(f"chunk edge lengths must be >= 1, got {list(edges)}",
+        merged: list[tuple[int, int]] = []
+        for edge, count in runs:
+            if edge < 1:
+                raise MetadataError(f"chunk edge lengths must be >= 1, got {edge}",
+                                    field="chunk_shapes")
+            if count < 1:
+                raise MetadataError(f"RLE repeat count must be >= 1, got {count}",
+                                    field="chunk_shapes")
+            if merged and merged[-1][0] == edge:
+                merged[-1] = (edge, merged[-1][1] + count)
+            else:
+                merged.append((edge, count))
+        chunk0, off0 = [0], [0]      # first chunk and first element of each run, and the ends
+        for edge, count in merged:
+            chunk0.append(chunk0[-1] + count)
+            off0.append(off0[-1] + edge * count)
+        if off0[-1] > MAX_INDEX:
+            raise MetadataError(f"chunk edges sum to {off0[-1]}, more than the largest "
+                                f"index a dimension can have ({MAX_INDEX})",
                                 field="chunk_shapes")
-        cumulative = tuple(itertools.accumulate(edges))
-        if extent < 0 or cumulative[-1] < extent:
+        if extent < 0 or off0[-1] < extent:
             raise MetadataError(
-                f"chunk edges sum to {cumulative[-1]}, less than the extent {extent}",
+                f"chunk edges sum to {off0[-1]}, less than the extent {extent}",
                 field="chunk_shapes")
-        object.__setattr__(self, "edges", edges)
-        object.__setattr__(self, "cumulative", cumulative)
+        object.__setattr__(self, "runs", tuple(merged))
         object.__setattr__(self, "extent", extent)
-        object.__setattr__(self, "_cum", np.asarray(cumulative, dtype=np.int64))
-        object.__setattr__(self, "_starts", np.concatenate(([0], self._cum[:-1])))
+        object.__setattr__(self, "_edge", tuple(e for e, _ in merged))
+        object.__setattr__(self, "_chunk0", tuple(chunk0))
+        object.__setattr__(self, "_off0", tuple(off0))
+        # the same without the end sentinels, for vectorised lookups
+        object.__setattr__(self, "_edge_np", np.asarray(self._edge, dtype=np.int64))
+        object.__setattr__(self, "_chunk0_np", np.asarray(chunk0[:-1], dtype=np.int64))
+        object.__setattr__(self, "_off0_np", np.asarray(off0[:-1], dtype=np.int64))
+
+    @property
+    def edges(self) -> tuple[int, ...]:
+        """Every edge length, expanded (``ngridcells`` integers: for small grids)."""
+        return tuple(itertools.chain.from_iterable(
+            itertools.repeat(e, n) for e, n in self.runs))
+
+    @property
+    def total(self) -> int:
+        """The sum of every edge length (>= extent)."""
+        return self._off0[-1]
 
     @property
     def nchunks(self) -> int:
         if self.extent == 0:
             return 0
-        return bisect.bisect_left(self.cumulative, self.extent) + 1
+        return self.index_to_chunk(self.extent - 1) + 1
 
     @property
     def ngridcells(self) -> int:
-        return len(self.edges)
+        return self._chunk0[-1]
+
+    def _run_of_index(self, idx: int) -> int:
+        return bisect.bisect_right(self._off0, idx, 0, len(self._edge)) - 1
+
+    def _run_of_chunk(self, ix: int) -> int:
+        return bisect.bisect_right(self._chunk0, ix, 0, len(self._edge)) - 1
 
     def index_to_chunk(self, idx: int) -> int:
-        return bisect.bisect_right(self.cumulative, idx)
+        if idx < 0:
+            return 0
+        if idx >= self.total:
+            return self.ngridcells
+        r = self._run_of_index(idx)
+        return self._chunk0[r] + (idx - self._off0[r]) // self._edge[r]
 
     def chunk_offset(self, ix: int) -> int:
         self._check(ix)
-        return self.cumulative[ix - 1] if ix > 0 else 0
+        r = self._run_of_chunk(ix)
+        return self._off0[r] + (ix - self._chunk0[r]) * self._edge[r]
 
     def chunk_size(self, ix: int) -> int:
         self._check(ix)
-        return self.edges[ix]
+        return self._edge[self._run_of_chunk(ix)]
 
     def data_size(self, ix: int) -> int:
         off = self.chunk_offset(ix)
-        return min(self.edges[ix], self.extent - off)
+        return min(self._edge[self._run_of_chunk(ix)], self.extent - off)
 
     def _check(self, ix: int) -> None:
         if not 0 <= ix < self.nchunks:
@@ -144,28 +229,31 @@ class VaryingDimension:
 
     @property
     def unique_edge_lengths(self) -> tuple[int, ...]:
-        return tuple(dict.fromkeys(self.edges))
+        return tuple(dict.fromkeys(self._edge))
 
     def indices_to_chunks(self, indices: np.ndarray) -> np.ndarray:
-        return np.searchsorted(self._cum, indices, side="right")
+        r = np.searchsorted(self._off0_np, indices, side="right") - 1
+        return self._chunk0_np[r] + (indices - self._off0_np[r]) // self._edge_np[r]
 
     def offsets(self, chunk_ixs: np.ndarray) -> np.ndarray:
-        return self._starts[chunk_ixs]
+        r = np.searchsorted(self._chunk0_np, chunk_ixs, side="right") - 1
+        return self._off0_np[r] + (chunk_ixs - self._chunk0_np[r]) * self._edge_np[r]
 
     def data_sizes(self) -> tuple[int, ...]:
         return tuple(self.data_size(i) for i in range(self.nchunks))
 
     def with_extent(self, new_extent: int) -> "VaryingDimension":
-        return VaryingDimension(self.edges, new_extent)
+        return VaryingDimension.from_runs(self.runs, new_extent)
 
     def resize(self, new_extent: int) -> "VaryingDimension":
         """Grow past the edges by appending one chunk for the gap; otherwise keep every
         edge and re-bind the extent (zarr-python 3.3 behaviour: ``VaryingDimension.resize`` in
         its ``design/chunk-grid.md``)."""
-        total = self.cumulative[-1]
+        total = self.total
         if new_extent > total:
-            return VaryingDimension(self.edges + (new_extent - total,), new_extent)
-        return VaryingDimension(self.edges, new_extent)
+            return VaryingDimension.from_runs(self.runs + ((new_extent - total, 1),),
+                                              new_extent)
+        return VaryingDimension.from_runs(self.runs, new_extent)
 
 
 Dimension = Union[FixedDimension, VaryingDimension]
@@ -292,29 +380,33 @@ def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def expand_rle(spec: Sequence[Any]) -> list[int]:
-    """Expand a rectilinear explicit dim spec: ints and ``[value, count]`` runs."""
-    out: list[int] = []
+def parse_runs(spec: Sequence[Any]) -> list[tuple[int, int]]:
+    """A rectilinear explicit dim spec (ints and ``[value, count]`` runs) as
+    ``(edge, count)`` runs, never expanded (a count is a number read, not data)."""
+    out: list[tuple[int, int]] = []
     for item in spec:
         if _is_int(item):
-            if item < 1:
-                raise MetadataError(f"chunk edge length must be >= 1, got {item}",
-                                    field="chunk_shapes")
-            out.append(item)
+            value, count = item, 1
         elif (isinstance(item, list) and len(item) == 2 and all(_is_int(v) for v in item)):
             value, count = item
-            if value < 1:
-                raise MetadataError(f"chunk edge length must be >= 1, got {value}",
-                                    field="chunk_shapes")
-            if count < 1:
-                raise MetadataError(f"RLE repeat count must be >= 1, got {count}",
-                                    field="chunk_shapes")
-            out.extend([value] * count)
         else:
             raise MetadataError(
                 f"a rectilinear edge is an integer or a [value, count] pair, got {item!r}",
                 field="chunk_shapes")
+        if not 1 <= value <= MAX_INDEX:
+            raise MetadataError(f"chunk edge length must be in 1..{MAX_INDEX}, got {value}",
+                                field="chunk_shapes")
+        if not 1 <= count <= MAX_INDEX:
+            raise MetadataError(f"RLE repeat count must be in 1..{MAX_INDEX}, got {count}",
+                                field="chunk_shapes")
+        out.append((value, count))
     return out
+
+
+def expand_rle(spec: Sequence[Any]) -> list[int]:
+    """Expand a rectilinear explicit dim spec: ints and ``[value, count]`` runs (for
+    small specs only: the grid itself keeps runs, :func:`parse_runs`)."""
+    return [value for value, count in parse_runs(spec) for _ in range(count)]
 
 
 def compress_rle(edges: Sequence[int]) -> list[Any]:
@@ -339,8 +431,8 @@ def parse_chunk_grid(doc: Any, shape: Sequence[int]) -> tuple[ChunkGrid, str]:
             raise MetadataError(
                 f"regular chunk_shape must be a list of {ndim} integers, got {chunk_shape!r}",
                 field="chunk_grid.configuration.chunk_shape")
-        if any(c < 1 for c in chunk_shape):
-            raise MetadataError(f"chunk sizes must be >= 1, got {chunk_shape}",
+        if any(not 1 <= c <= MAX_INDEX for c in chunk_shape):
+            raise MetadataError(f"chunk sizes must be in 1..{MAX_INDEX}, got {chunk_shape}",
                                 field="chunk_grid.configuration.chunk_shape")
         return ChunkGrid(tuple(FixedDimension(c, n) for c, n in zip(chunk_shape, shape))), name
     if name == "rectilinear":
@@ -356,12 +448,13 @@ def parse_chunk_grid(doc: Any, shape: Sequence[int]) -> tuple[ChunkGrid, str]:
         dims: list[Dimension] = []
         for spec, extent in zip(specs, shape):
             if _is_int(spec):
-                if spec < 1:
-                    raise MetadataError(f"chunk edge length must be >= 1, got {spec}",
+                if not 1 <= spec <= MAX_INDEX:
+                    raise MetadataError(f"chunk edge length must be in 1..{MAX_INDEX}, "
+                                        f"got {spec}",
                                         field="chunk_grid.configuration.chunk_shapes")
                 dims.append(FixedDimension(spec, extent))
             elif isinstance(spec, list):
-                dims.append(VaryingDimension(expand_rle(spec), extent))
+                dims.append(VaryingDimension.from_runs(parse_runs(spec), extent))
             else:
                 raise MetadataError(f"invalid rectilinear dim spec {spec!r}",
                                     field="chunk_grid.configuration.chunk_shapes")
@@ -379,6 +472,8 @@ def chunk_grid_to_json(grid: ChunkGrid, name: str) -> dict[str, Any]:
         if isinstance(d, FixedDimension):
             specs.append(d.size)
         else:
-            specs.append(compress_rle(d.edges))
+            # runs of length > 1 as [value, count], single edges as plain integers
+            # (compress_rle's form, without expanding the edges)
+            specs.append([[e, n] if n > 1 else e for e, n in d.runs])
     return {"name": "rectilinear",
             "configuration": {"kind": "inline", "chunk_shapes": specs}}

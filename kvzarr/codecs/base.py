@@ -16,6 +16,7 @@ import numpy as np
 
 from ..stores.byteranges import ByteRequest
 from ..metadata.dtypes import DataType
+from .bounds import too_big
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,12 @@ class ArrayBytesCodec(Codec):
         """Size of every encoding of a chunk of ``spec``, when it is fixed."""
         return None
 
+    def max_encoded_size(self, spec: ChunkArraySpec) -> int | None:
+        """The most bytes any valid encoding of a chunk of ``spec`` has (None: no bound
+        is known). Bytes -> bytes decoders above this codec stop there
+        (:mod:`kvzarr.codecs.bounds`), so it must never be below a valid encoding."""
+        return self.encoded_size(spec)
+
     #: ``decode_partial`` and ``encode_partial`` are implemented
     supports_partial: ClassVar[bool] = False
 
@@ -208,6 +215,24 @@ class BytesBytesCodec(Codec):
     @abstractmethod
     def decode(self, data: bytes, spec: ChunkArraySpec) -> bytes: ...
 
+    def decode_bounded(self, data: bytes, spec: ChunkArraySpec,
+                       max_size: int | None) -> bytes:
+        """:meth:`decode`, producing at most ``max_size`` bytes (None: no bound):
+        :class:`DecodedSizeError` past it. The pipeline calls this with the bound of the
+        codecs below (:mod:`kvzarr.codecs.bounds`). Codecs that can stop a decoder early
+        override it; this default decodes, then checks, so it bounds the answer but not
+        the memory spent on the way."""
+        out = self.decode(data, spec)
+        if max_size is not None and memoryview(out).nbytes > max_size:
+            raise too_big(f"{self.name} data", memoryview(out).nbytes, max_size)
+        return out
+
     def encoded_size(self, size: int, spec: ChunkArraySpec) -> int | None:
         """Encoded size for an input of ``size`` bytes, when it is fixed (crc32c: +4)."""
+        return None
+
+    def max_encoded_size(self, size: int | None) -> int | None:
+        """The most bytes an encoding of at most ``size`` input bytes has, in this
+        codec's format whoever wrote it (None: unknown or unbounded). The default is
+        "no bound": a codec that knows its worst case says so."""
         return None

@@ -24,6 +24,9 @@ Promises:
   in order, which gives the single-threaded bytes (:mod:`.blosc_blocks`).
 * Corrupt input raises :class:`CodecError`; the header's compressed size must equal the
   length of the data (blosc itself would read past the end of a truncated chunk).
+* Decoding is bounded (:mod:`.bounds`): the header's decoded size (``nbytes``, Blosc 1
+  format, https://github.com/Blosc/c-blosc/blob/main/README_HEADER.rst) is checked
+  against what the chunk can hold before Blosc allocates it (:class:`DecodedSizeError`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import numcodecs.blosc as _nc_blosc
 from ..errors import CodecError, MetadataError
 from . import blosc_blocks
 from .base import BytesBytesCodec, ChunkArraySpec
+from .bounds import compressed_bound, too_big
 from .registry import register_codec
 
 CNAMES = ("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")
@@ -107,21 +111,36 @@ class BloscCodec(BytesBytesCodec):
             raise CodecError(f"blosc could not compress the chunk: {e}") from e
 
     def decode(self, data: bytes, spec: ChunkArraySpec) -> bytes:
-        view = memoryview(data).cast("B")
-        # blosc trusts the header's compressed size and would read past the end of a
-        # truncated buffer: check it against the real length first
-        if view.nbytes < _HEADER_SIZE:
-            raise CodecError(f"blosc data has {view.nbytes} bytes, shorter than its header")
-        cbytes = int.from_bytes(view[12:16], "little")
-        if cbytes != view.nbytes:
-            raise CodecError(f"blosc header gives {cbytes} compressed bytes, the data has "
-                             f"{view.nbytes} (truncated or corrupt)")
-        if int.from_bytes(view[4:8], "little") == 0:
-            return b""  # numcodecs fails on the empty buffers it writes itself
-        try:
-            return _nc_blosc.decompress(view)
-        except Exception as e:
-            raise CodecError(f"corrupt blosc data: {e}") from e
+        return unblosc(data, None)
+
+    def decode_bounded(self, data: bytes, spec: ChunkArraySpec,
+                       max_size: int | None) -> bytes:
+        return unblosc(data, max_size)
+
+    def max_encoded_size(self, size: int | None) -> int | None:
+        return None if size is None else compressed_bound(size)
+
+
+def unblosc(data: Any, max_size: int | None) -> bytes:
+    """The content of one Blosc 1 frame, at most ``max_size`` bytes."""
+    view = memoryview(data).cast("B")
+    # blosc trusts the header's compressed size and would read past the end of a
+    # truncated buffer: check it against the real length first
+    if view.nbytes < _HEADER_SIZE:
+        raise CodecError(f"blosc data has {view.nbytes} bytes, shorter than its header")
+    cbytes = int.from_bytes(view[12:16], "little")
+    if cbytes != view.nbytes:
+        raise CodecError(f"blosc header gives {cbytes} compressed bytes, the data has "
+                         f"{view.nbytes} (truncated or corrupt)")
+    nbytes = int.from_bytes(view[4:8], "little")
+    if max_size is not None and nbytes > max_size:
+        raise too_big("blosc data", nbytes, max_size, declared=True)
+    if nbytes == 0:
+        return b""  # numcodecs fails on the empty buffers it writes itself
+    try:
+        return _nc_blosc.decompress(view)
+    except Exception as e:
+        raise CodecError(f"corrupt blosc data: {e}") from e
 
 
 def _parse_typesize(value: Any) -> int:

@@ -24,6 +24,7 @@ import crc32c as _crc32c
 
 from ..errors import ChecksumMismatchError, CodecError, MetadataError
 from .base import BytesBytesCodec, ChunkArraySpec
+from .bounds import too_big
 from .registry import register_codec
 
 
@@ -60,8 +61,18 @@ class Crc32cCodec(BytesBytesCodec):
         # bytes in, bytes out (one copy); any other buffer gets a view
         return data[:-4] if isinstance(data, (bytes, bytearray)) else view[:-4]
 
+    def decode_bounded(self, data: bytes, spec: ChunkArraySpec,
+                       max_size: int | None) -> bytes:
+        # the payload is a slice of the input: check its size before hashing it all
+        if max_size is not None and memoryview(data).nbytes - 4 > max_size:
+            raise too_big("crc32c data", memoryview(data).nbytes - 4, max_size)
+        return self.decode(data, spec)
+
     def encoded_size(self, size: int, spec: ChunkArraySpec) -> int | None:
         return size + 4
+
+    def max_encoded_size(self, size: int | None) -> int | None:
+        return None if size is None else size + 4
 
 
 register_codec(Crc32cCodec)

@@ -15,6 +15,9 @@ Promises:
 * Decoding accepts several concatenated members (RFC 1952 section 2.2), verifies each
   member's CRC-32 and length, and raises :class:`CodecError` on anything else:
   truncated data, trailing garbage, a bad header or checksum.
+* Decoding is bounded (:mod:`.bounds`): zlib inflates at most the chunk's size (given by
+  the pipeline) and :class:`DecodedSizeError` is raised past it, so a member that
+  inflates to gigabytes costs no more than the chunk.
 * zlib releases the GIL while it works; no threads are started here.
 """
 
@@ -26,6 +29,7 @@ from typing import Any
 
 from ..errors import CodecError, MetadataError
 from .base import BytesBytesCodec, ChunkArraySpec
+from .bounds import compressed_bound, inflate
 from .registry import register_codec
 
 # magic, CM=deflate, FLG=0 (no name), MTIME=0; XFL and OS follow
@@ -69,24 +73,30 @@ class GzipCodec(BytesBytesCodec):
         return b"".join((self._header, body, tail, trailer))
 
     def decode(self, data: bytes, spec: ChunkArraySpec) -> bytes:
-        view = memoryview(data).cast("B")
-        if view.nbytes == 0:
-            raise CodecError("empty gzip data")
-        parts: list[bytes] = []
-        rest: bytes | memoryview = view
-        while True:
-            decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            try:
-                parts.append(decompressor.decompress(rest))
-            except zlib.error as e:
-                raise CodecError(f"corrupt gzip data: {e}") from e
-            if not decompressor.eof:
-                raise CodecError("truncated gzip data")
-            rest = decompressor.unused_data
-            # gzip(1) tolerates zero padding after the last member; so do we
-            if not rest or not rest.strip(b"\x00"):
-                break
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+        return self.decode_bounded(data, spec, None)
+
+    def decode_bounded(self, data: bytes, spec: ChunkArraySpec,
+                       max_size: int | None) -> bytes:
+        return gunzip(data, max_size)
+
+    def max_encoded_size(self, size: int | None) -> int | None:
+        return None if size is None else compressed_bound(size)
+
+
+def gunzip(data: Any, max_size: int | None) -> bytes:
+    """The bytes of the gzip members in ``data``, at most ``max_size`` of them
+    (:class:`DecodedSizeError` past it: zlib stops there, nothing more is inflated)."""
+    view = memoryview(data).cast("B")
+    if view.nbytes == 0:
+        raise CodecError("empty gzip data")
+    try:
+        return inflate(_gzip_stream, view, max_size, "gzip data", True)
+    except zlib.error as e:
+        raise CodecError(f"corrupt gzip data: {e}") from e
+
+
+def _gzip_stream() -> Any:
+    return zlib.decompressobj(16 + zlib.MAX_WBITS)
 
 
 def _parse_level(level: Any) -> int:

@@ -18,6 +18,11 @@ Promises:
 * The configuration is written back exactly as read; :meth:`evolve` fills the members
   zarr-python fills (shuffle ``elementsize``, fixedscaleoffset/quantize ``dtype``, astype
   ``decode_dtype``) the same way.
+* Bytes -> bytes decoding is bounded (:mod:`.bounds`) where the format allows it:
+  zlib, gzip, bz2 and lzma streams are inflated with an output limit, zstd frames and
+  Blosc and LZ4 buffers have the decoded size in their header checked before it is
+  allocated, shuffle and checksums never grow their input. Any other codec is decoded,
+  then checked (bounded answer, unbounded work).
 * Filters see C-contiguous arrays of the dtype their configuration names (cast by value,
   so big-endian dtype strings such as ``">i2"`` work on native arrays) and hand back
   native-endian arrays of the shape the next codec expects.
@@ -25,17 +30,25 @@ Promises:
 
 from __future__ import annotations
 
+import bz2
+import lzma
 import math
+import zlib
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 from numcodecs import registry as _nc_registry
 from numcodecs.compat import ensure_bytes
 
-from ..errors import (ChecksumMismatchError, CodecError, MetadataError,
+from ..errors import (ChecksumMismatchError, CodecError, KvzarrError, MetadataError,
                       UnsupportedExtensionError)
 from ..metadata.dtypes import data_type_from_numpy
 from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkArraySpec, Codec
+from .blosc import unblosc
+from .bounds import compressed_bound, inflate, too_big
+from .gzip import gunzip
+from .zstd import unzstd
 
 PREFIX = "numcodecs."
 
@@ -107,7 +120,7 @@ class _NumcodecsCodec(Codec):
             return None
         try:
             return np.dtype(value)
-        except TypeError as e:
+        except (TypeError, ValueError) as e:
             raise MetadataError(f"{self.name}: {key} {value!r} is not a dtype",
                                 field=f"{self.name}.{key}") from e
 
@@ -181,15 +194,89 @@ class NumcodecsBytesBytesCodec(_NumcodecsCodec, BytesBytesCodec):
             raise CodecError(f"{self.name} could not encode the chunk: {e}") from e
 
     def decode(self, data: bytes, spec: ChunkArraySpec) -> bytes:
+        return self.decode_bounded(data, spec, None)
+
+    def decode_bounded(self, data: bytes, spec: ChunkArraySpec,
+                       max_size: int | None) -> bytes:
+        codec = self._numcodec(spec)
+        bounded = _BOUNDED.get(self.codec_id)
         try:
-            return ensure_bytes(self._numcodec(spec).decode(data))
+            if bounded is not None:
+                out = bounded(codec, data, max_size)
+            else:
+                if max_size is not None and self.codec_id in _NEVER_GROW:
+                    # output no larger than the input: refuse an oversized input first
+                    size = memoryview(data).nbytes
+                    if size - _SHRINK.get(self.codec_id, 0) > max_size:
+                        raise too_big(f"{self.name} data", size, max_size)
+                out = ensure_bytes(codec.decode(data))
+        except KvzarrError:
+            raise
         except Exception as e:
             if self.codec_id in CHECKSUM_IDS:
                 raise ChecksumMismatchError(f"{self.name}: {e}") from e
             raise CodecError(f"{self.name} could not decode the chunk: {e}") from e
+        if max_size is not None and memoryview(out).nbytes > max_size:
+            raise too_big(f"{self.name} data", memoryview(out).nbytes, max_size)
+        return out
 
     def encoded_size(self, size: int, spec: ChunkArraySpec) -> int | None:
         return size + 4 if self.codec_id in CHECKSUM_IDS else None
+
+    def max_encoded_size(self, size: int | None) -> int | None:
+        if size is None:
+            return None
+        if self.codec_id in CHECKSUM_IDS:
+            return size + 4
+        if self.codec_id == "shuffle":
+            return size
+        return compressed_bound(size)
+
+
+def _bounded_zlib(codec: Any, data: Any, max_size: int | None) -> bytes:
+    # zlib.decompress: one zlib stream; bytes after it are ignored
+    try:
+        return inflate(zlib.decompressobj, memoryview(data).cast("B"), max_size,
+                       "numcodecs.zlib data", False)
+    except zlib.error as e:
+        raise CodecError(f"corrupt zlib data: {e}") from e
+
+
+def _bounded_bz2(codec: Any, data: Any, max_size: int | None) -> bytes:
+    # bz2.decompress: concatenated streams
+    return inflate(bz2.BZ2Decompressor, memoryview(data).cast("B"), max_size,
+                   "numcodecs.bz2 data", True)
+
+
+def _bounded_lzma(codec: Any, data: Any, max_size: int | None) -> bytes:
+    # lzma.decompress(buf, format=..., filters=...): concatenated streams
+    def make() -> Any:
+        return lzma.LZMADecompressor(format=codec.format, filters=codec.filters)
+    return inflate(make, memoryview(data).cast("B"), max_size, "numcodecs.lzma data", True)
+
+
+def _bounded_lz4(codec: Any, data: Any, max_size: int | None) -> bytes:
+    # numcodecs' LZ4 buffers start with the decoded size, a little-endian u32
+    view = memoryview(data).cast("B")
+    if max_size is not None and view.nbytes >= 4:
+        declared = int.from_bytes(view[:4], "little")
+        if declared > max_size:
+            raise too_big("numcodecs.lz4 data", declared, max_size, declared=True)
+    return ensure_bytes(codec.decode(view))
+
+
+_BOUNDED: dict[str, Callable[[Any, Any, int | None], bytes]] = {
+    "zlib": _bounded_zlib,
+    "gzip": lambda codec, data, max_size: gunzip(data, max_size),
+    "bz2": _bounded_bz2,
+    "lzma": _bounded_lzma,
+    "lz4": _bounded_lz4,
+    "zstd": lambda codec, data, max_size: unzstd(data, max_size),
+    "blosc": lambda codec, data, max_size: unblosc(data, max_size),
+}
+#: codecs whose output is never larger than their input (less the bytes named here)
+_NEVER_GROW = CHECKSUM_IDS | {"shuffle"}
+_SHRINK = {i: 4 for i in CHECKSUM_IDS}
 
 
 _CLASSES: dict[str, type[_NumcodecsCodec]] = {}

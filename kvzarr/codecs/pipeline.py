@@ -3,6 +3,12 @@ array -> array codecs, exactly one array -> bytes codec, zero or more bytes -> b
 
 Decoding runs the list backwards. Specs are resolved per call because a rectilinear
 grid gives chunks of different codec shapes.
+
+Every bytes -> bytes decoder is bounded (:mod:`.bounds`): it is told the most bytes its
+output may have, computed from the array -> bytes codec's :meth:`max_encoded_size` of the
+chunk spec and the worst-case growth of the bytes -> bytes codecs below it, once per
+distinct spec. A decompression bomb therefore fails after about one chunk's worth of
+output, with :class:`DecodedSizeError`.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ class CodecPipeline:
         self.array_array = tuple(a2a)
         self.array_bytes = a2b
         self.bytes_bytes = tuple(b2b)
+        #: (codec shape, id of the data type) -> (data type, decode bounds): see _bounds
+        self._bounds: dict[tuple[Any, int], tuple[Any, tuple[int | None, ...]]] = {}
 
     @property
     def codecs(self) -> tuple[Codec, ...]:
@@ -98,8 +106,11 @@ class CodecPipeline:
         for codec in self.array_array:
             specs.append(codec.resolve_spec(specs[-1]))
         try:
-            for codec in reversed(self.bytes_bytes):
-                data = codec.decode(data, specs[-1])
+            if self.bytes_bytes:
+                spec_ab = specs[-1]
+                bounds = self._decode_bounds(spec_ab)
+                for codec, bound in zip(reversed(self.bytes_bytes), bounds):
+                    data = codec.decode_bounded(data, spec_ab, bound)
             chunk = self.array_bytes.decode(data, specs[-1])
             for codec, s in zip(reversed(self.array_array), reversed(specs[:-1])):
                 chunk = codec.decode(chunk, s)
@@ -110,6 +121,33 @@ class CodecPipeline:
         except Exception as e:  # a codec library failing on bad bytes
             raise CodecError(f"could not decode chunk: {e}", key=key) from e
         return chunk
+
+    def _decode_bounds(self, spec: ChunkArraySpec) -> tuple[int | None, ...]:
+        """The most bytes each bytes -> bytes decoder may produce for a chunk of ``spec``
+        (the array -> bytes codec's input spec), in decoding order (None: no bound)."""
+        key = (spec.shape, id(spec.data_type))
+        hit = self._bounds.get(key)
+        if hit is not None and hit[0] is spec.data_type:
+            return hit[1]
+        bound = self.array_bytes.max_encoded_size(spec)
+        sizes = [bound]
+        for codec in self.bytes_bytes[:-1]:
+            bound = None if bound is None else codec.max_encoded_size(bound)
+            sizes.append(bound)
+        bounds = tuple(reversed(sizes))
+        if len(self._bounds) >= 64:     # a rectilinear grid with many codec shapes
+            self._bounds.clear()
+        self._bounds[key] = (spec.data_type, bounds)
+        return bounds
+
+    def max_encoded_size(self, spec: ChunkArraySpec) -> int | None:
+        """The most bytes any valid encoding of a chunk of ``spec`` has (None: unbounded)."""
+        size = self.array_bytes.max_encoded_size(self._array_bytes_spec(spec))
+        for codec in self.bytes_bytes:
+            if size is None:
+                return None
+            size = codec.max_encoded_size(size)
+        return size
 
     # -- parts of chunks (sharding) ------------------------------------------------------
 

@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from ..stores.byteranges import RangeRequest, SuffixRequest
+from ..grid import MAX_NDIM
 from ..errors import AppendConflictError, CodecError, MetadataError, ShapeMismatchError
 from ..indexing import OrthogonalIndexer
 from .base import (AppendUpdate, ArrayBytesCodec, ByteSource, ChunkArraySpec, Codec, Compacted,
@@ -63,6 +64,8 @@ _DEFAULT_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}]
 _DEFAULT_INDEX_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}},
                          {"name": "crc32c"}]
 _FIELD = "sharding_indexed"
+#: the largest value any store holds (file offsets and SQL lengths are signed 64-bit)
+_MAX_VALUE_SIZE = 2**63 - 1
 
 
 def _pipeline(codecs: CodecPipeline | Sequence[Codec] | Sequence[dict[str, Any]],
@@ -102,6 +105,8 @@ class ShardingCodec(ArrayBytesCodec):
             f"{_FIELD}.index_codecs")
         self.index_location = index_location
         self._layouts: dict[tuple[int, ...], ShardLayout] = {}
+        #: (shard shape, id of the data type) -> data type, for specs evolve() validated
+        self._validated: dict[tuple[tuple[int, ...], int], Any] = {}
         # The index size must not depend on what the index holds (spec: no compression).
         self._index_size(ChunkArraySpec((1,) * len(shape) + (2,), index_data_type(), MISSING))
 
@@ -140,6 +145,11 @@ class ShardingCodec(ArrayBytesCodec):
         }}
 
     def _check_shape(self, shape: tuple[int, ...]) -> None:
+        if len(shape) + 1 > MAX_NDIM:
+            # the index is an array of one more dimension than the shard
+            raise MetadataError(
+                f"a shard of {len(shape)} dimensions needs an index of {len(shape) + 1}, "
+                f"more than the {MAX_NDIM} numpy supports", field=f"{_FIELD}.chunk_shape")
         if len(shape) != len(self.chunk_shape):
             raise MetadataError(
                 f"sharding chunk_shape {list(self.chunk_shape)} has {len(self.chunk_shape)} "
@@ -154,6 +164,8 @@ class ShardingCodec(ArrayBytesCodec):
 
     def validate(self, spec: ChunkArraySpec) -> None:
         self._check_shape(spec.shape)
+        if self._validated.get((spec.shape, id(spec.data_type))) is spec.data_type:
+            return      # this codec came out of evolve(spec), which validated it all
         self.codecs.evolve(self._inner_spec(spec))     # validates every inner codec
         layout = self._layout(spec.shape)
         self.index_codecs.evolve(layout.index_spec)
@@ -161,8 +173,13 @@ class ShardingCodec(ArrayBytesCodec):
     def evolve(self, spec: ChunkArraySpec) -> "ShardingCodec":
         self._check_shape(spec.shape)
         layout = self._layout(spec.shape)
-        return ShardingCodec(self.chunk_shape, self.codecs.evolve(self._inner_spec(spec)),
-                             self.index_codecs.evolve(layout.index_spec), self.index_location)
+        evolved = ShardingCodec(self.chunk_shape, self.codecs.evolve(self._inner_spec(spec)),
+                                self.index_codecs.evolve(layout.index_spec),
+                                self.index_location)
+        # evolving the pipelines validated them: the pipeline's validate() of the result
+        # need not do it again (nested shards would otherwise cost 2**depth)
+        evolved._validated[(spec.shape, id(spec.data_type))] = spec.data_type
+        return evolved
 
     def encoded_size(self, spec: ChunkArraySpec) -> int | None:
         # Fill-valued inner chunks are left out, so the size is fixed only when every
@@ -174,6 +191,16 @@ class ShardingCodec(ArrayBytesCodec):
             return None
         layout = self._layout(spec.shape)
         return layout.nchunks * inner + layout.index_size
+
+    def max_encoded_size(self, spec: ChunkArraySpec) -> int | None:
+        # Every inner chunk at its bound, plus the index, with room for as much unused
+        # space again: the specification lets a shard hold bytes no index entry points to
+        # (an append-only writer leaves them; "Binary shard format").
+        inner = self.codecs.max_encoded_size(self._inner_spec(spec))
+        if inner is None:
+            return None
+        layout = self._layout(spec.shape)
+        return 2 * layout.nchunks * inner + layout.index_size
 
     # -- geometry ------------------------------------------------------------------------
 
@@ -304,7 +331,7 @@ class ShardingCodec(ArrayBytesCodec):
         order = layout.write_order
 
         def work(i: int) -> bytes | None:
-            return self._encode_inner(blocks[layout.coords[i]], inner_spec)
+            return self._encode_inner(blocks[i], inner_spec)
 
         parallel = worth_threads(layout.nchunks, layout.nchunks * self._inner_nbytes(spec))
         encoded = map_items(work, order.tolist(), parallel)
@@ -320,7 +347,7 @@ class ShardingCodec(ArrayBytesCodec):
 
         def work(i: int) -> None:
             start, end = index.range(i)
-            blocks[layout.coords[i]] = self.codecs.decode(view[start:end], inner_spec)
+            blocks[i] = self.codecs.decode(view[start:end], inner_spec)
 
         map_items(work, ids, worth_threads(len(ids), len(ids) * self._inner_nbytes(spec)))
         return out
@@ -373,6 +400,12 @@ class ShardingCodec(ArrayBytesCodec):
         if not ids:
             return []
         ranges = [RangeRequest(*index.range(i)) for i in ids]
+        for i, r in zip(ids, ranges):
+            # no stored value reaches past 2**63 bytes: an entry that does is forged or
+            # corrupt, and is refused before a store is asked for it
+            if r.end > _MAX_VALUE_SIZE:
+                raise CodecError(f"shard index entry {i} spans bytes [{r.start}, {r.end}), "
+                                 f"past any possible shard", key=key)
         got = source.get_ranges(ranges)
         if got is None:
             return None

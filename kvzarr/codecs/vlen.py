@@ -102,6 +102,12 @@ class _VlenCodec(ArrayBytesCodec):
     def _count(self, spec: ChunkArraySpec) -> int:
         return math.prod(spec.shape)
 
+    def max_encoded_size(self, spec: ChunkArraySpec) -> int | None:
+        # what the format allows: the count, then a u32 length and at most 2**32 - 1
+        # bytes per element. Elements have no size in the metadata, so this bounds
+        # decoders only loosely (:mod:`.bounds`).
+        return 4 + self._count(spec) * (4 + _MAX_LENGTH)
+
 
 class VlenUtf8Codec(_VlenCodec):
     name = "vlen-utf8"

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..grid import MAX_NDIM
 from ..indexing.dims import SLICE
 from ..indexing.projection import Indexer, ProductIndexer
 from ..metadata.chunk_keys import ChunkKeyEncoding
@@ -32,7 +33,8 @@ def find_box(indexer: Indexer, chunk_shape: tuple[int, ...]) -> list[range] | No
     """Per dimension, the run of positions (into that dimension's projections) of chunks
     the selection covers whole; None when there is no such chunk or the selection is not
     made of slices."""
-    if not isinstance(indexer, ProductIndexer) or indexer.drop_axes or not chunk_shape:
+    if (not isinstance(indexer, ProductIndexer) or indexer.drop_axes or not chunk_shape
+            or 2 * len(chunk_shape) > MAX_NDIM):   # the bulk copy views 2 * ndim axes
         return None
     box = []
     for dim, length in zip(indexer.dim_projections, chunk_shape):

@@ -12,7 +12,7 @@ import operator
 from typing import Any
 
 from ..errors import ArrayIndexError, BoundsCheckError
-from .dims import project_int, project_slice
+from .dims import project_int, project_slice, selects_nothing, unprojected_slice
 from .normalize import is_integer, replace_ellipsis, replace_lists
 from .projection import ProductIndexer
 
@@ -20,12 +20,13 @@ from .projection import ProductIndexer
 class BasicIndexer(ProductIndexer):
     def __init__(self, selection: Any, grid: Any) -> None:
         sel = replace_ellipsis(selection, grid.shape)
+        slices = unprojected_slice if selects_nothing(sel, grid.dimensions) else project_slice
         dims = []
         for item, dim in zip(sel, grid.dimensions):
             if is_integer(item):
                 dims.append(project_int(item, dim))
             elif isinstance(item, slice):
-                dims.append(project_slice(item, dim))
+                dims.append(slices(item, dim))
             else:
                 raise ArrayIndexError(
                     "unsupported selection item for basic indexing; "
@@ -80,6 +81,7 @@ def block_to_slice(item: Any, dim: Any) -> slice:
 class BlockIndexer(ProductIndexer):
     def __init__(self, selection: Any, grid: Any) -> None:
         sel = replace_lists(replace_ellipsis(selection, grid.shape))
-        dims = [project_slice(block_to_slice(item, dim), dim)
-                for item, dim in zip(sel, grid.dimensions)]
+        ranges = [block_to_slice(item, dim) for item, dim in zip(sel, grid.dimensions)]
+        slices = unprojected_slice if selects_nothing(ranges, grid.dimensions) else project_slice
+        dims = [slices(r, dim) for r, dim in zip(ranges, grid.dimensions)]
         super().__init__(dims)

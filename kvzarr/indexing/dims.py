@@ -106,6 +106,32 @@ def project_int(i: Any, dim: Any) -> DimProjection:
     return DimProjection(INT, 1, [j], [idx - a], [None], [dim.data_size(j) == 1])
 
 
+def slice_count(sel: slice, dim: Any) -> int:
+    """How many items ``sel`` selects along ``dim`` (checked as by :func:`project_slice`)."""
+    s, e, k = normalize_slice(sel, dim.extent)
+    return max(0, -(-(e - s) // k))
+
+
+def selects_nothing(items: Any, dims: Any) -> bool:
+    """Whether a product selection is empty because one of its items selects nothing (a
+    slice, an empty integer array, a Boolean array with no True)."""
+    for item, dim in zip(items, dims):
+        if isinstance(item, slice):
+            if slice_count(item, dim) == 0:
+                return True
+        elif isinstance(item, np.ndarray) and item.ndim == 1:
+            if item.size == 0 or (item.dtype == bool and not item.any()):
+                return True
+    return False
+
+
+def unprojected_slice(sel: slice, dim: Any) -> DimProjection:
+    """The projection of a slice in a selection that is empty anyway (another dimension
+    selects nothing): its item count, no chunks. Projecting it would cost in proportion
+    to the chunks it spans, a number the metadata sets (shape ``[0, 2**31]``)."""
+    return DimProjection(SLICE, slice_count(sel, dim), [], [], [], [])
+
+
 #: a slice over at most this many chunks is projected without numpy
 FEW_CHUNKS = 8
 

@@ -9,6 +9,14 @@ is compact (no indentation; zarr-python indents by 2): whitespace means nothing 
 reader, and the json module indents only in pure Python, which cost more than all the
 rest of creating an array. Documents are UTF-8 with non-ASCII text as is.
 
+Hostile documents get a MetadataError, never another exception and never work or memory
+in proportion to a number they hold: nesting deeper than the interpreter's recursion
+limit is refused where it is parsed; more than :data:`MAX_NDIM` dimensions (numpy's
+limit: such an array could be created but never read), extents and chunk edges past
+2**63 - 1 (numpy's index type) and chunks larger than numpy can hold are refused here and
+at creation (:func:`check_geometry`); rectilinear ``[value, count]`` runs stay runs
+(:mod:`kvzarr.grid`).
+
 The members that repeat from array to array (data type, chunk grid, chunk key encoding,
 codecs) are parsed once per distinct value and the immutable result is reused.
 """
@@ -16,6 +24,7 @@ codecs) are parsed once per distinct value and the immutable result is reused.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -24,7 +33,7 @@ from ..codecs.pipeline import CodecPipeline
 from ..codecs.registry import codecs_from_json
 from ..codecs.registry import generation as codec_generation
 from ..errors import MetadataError, UnsupportedExtensionError
-from ..grid import ChunkGrid, chunk_grid_to_json, parse_chunk_grid
+from ..grid import MAX_INDEX, MAX_NDIM, ChunkGrid, chunk_grid_to_json, parse_chunk_grid
 from ..runtime.memo import BoundedMemo
 from .chunk_keys import ChunkKeyEncoding, parse_chunk_key_encoding
 from .dtypes import DataType, parse_data_type
@@ -118,19 +127,42 @@ class GroupMetadata:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
+def check_geometry(shape: tuple[int, ...], grid: ChunkGrid, data_type: DataType) -> None:
+    """MetadataError if no numpy array could hold this array's chunks: more than
+    :data:`MAX_NDIM` dimensions, an extent past 2**63 - 1, or a chunk (the largest codec
+    shape of the grid) of more bytes than numpy can address. Costs O(dimensions + runs),
+    whatever the numbers say."""
+    if len(shape) > MAX_NDIM:
+        raise MetadataError(f"the array has {len(shape)} dimensions, more than the "
+                            f"{MAX_NDIM} numpy supports", field="shape")
+    for n in shape:
+        if n > MAX_INDEX:
+            raise MetadataError(f"extent {n} is larger than {MAX_INDEX}", field="shape")
+    largest = [max(d.unique_edge_lengths) for d in grid.dimensions]
+    itemsize = max(data_type.numpy_dtype.itemsize, 1)
+    if math.prod(largest) * itemsize > MAX_INDEX:
+        raise MetadataError(f"a chunk of shape {largest} of {data_type.name} has more bytes "
+                            f"than numpy can hold ({MAX_INDEX})", field="chunk_grid")
+
+
 def encode_json(doc: dict[str, Any]) -> bytes:
     try:
         return _ENCODER.encode(doc).encode("utf-8")
     except (TypeError, ValueError) as e:
         raise MetadataError(f"metadata is not JSON-serializable: {e}") from e
+    except RecursionError:
+        raise MetadataError("metadata is nested too deeply to be written as JSON") from None
 
 
 def load_json(data: bytes | str, path: str | None = None) -> dict[str, Any]:
-    """Parse a metadata document; broken JSON or a non-object is a MetadataError."""
+    """Parse a metadata document; broken JSON, nesting deeper than the recursion limit
+    or a non-object is a MetadataError."""
     try:
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError) as e:
         raise MetadataError(f"metadata is not valid JSON: {e}", path=path) from e
+    except RecursionError:
+        raise MetadataError("metadata JSON is nested too deeply", path=path) from None
     if not isinstance(doc, dict):
         raise MetadataError("metadata must be a JSON object", path=path)
     return doc
@@ -139,6 +171,15 @@ def load_json(data: bytes | str, path: str | None = None) -> dict[str, Any]:
 def parse_node_metadata(data: bytes | str | dict[str, Any], path: str | None = None
                         ) -> ArrayMetadata | GroupMetadata:
     doc = data if isinstance(data, dict) else load_json(data, path)
+    try:
+        return _parse_node(doc, path)
+    except RecursionError:
+        # members that nest (codecs inside sharding codecs, attributes) walked deeper
+        # than the interpreter allows
+        raise MetadataError("metadata is nested too deeply", path=path) from None
+
+
+def _parse_node(doc: dict[str, Any], path: str | None) -> ArrayMetadata | GroupMetadata:
     fmt = doc.get("zarr_format")
     if fmt != 3:
         raise MetadataError(f"zarr_format must be 3, got {fmt!r}", path=path, field="zarr_format")
@@ -219,10 +260,14 @@ def parse_array_metadata(doc: dict[str, Any]) -> ArrayMetadata:
             or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)):
         raise MetadataError(f"shape must be a list of non-negative integers, got {shape!r}",
                             field="shape")
+    if len(shape) > MAX_NDIM:       # before anything loops over the dimensions
+        raise MetadataError(f"the array has {len(shape)} dimensions, more than the "
+                            f"{MAX_NDIM} numpy supports", field="shape")
     shape = tuple(shape)
     data_type = _memoized("data_type", doc["data_type"], parse_data_type)
     grid, grid_name = _memoized("chunk_grid", (doc["chunk_grid"], shape),
                                 lambda d: parse_chunk_grid(*d))
+    check_geometry(shape, grid, data_type)
     cke = _memoized("chunk_key_encoding", doc["chunk_key_encoding"],
                     parse_chunk_key_encoding)
     fill = data_type.fill_from_json(doc["fill_value"])

@@ -3,6 +3,9 @@ https://zarr-specs.readthedocs.io/en/latest/v3/codecs/sharding-indexed/index.htm
 
 A :class:`ShardLayout` is everything that follows from one shard shape: chunks per shard,
 the inner chunk grid, the index's array spec and encoded size, and the Morton write order.
+Building one costs nothing in proportion to the number of inner chunks (a metadata value:
+``chunk_shape`` may make it 10**18): coordinates are computed from flat ids, and the write
+order, which is that large, only when a shard is written.
 The outer grid may be rectilinear, so each distinct shard shape gets its own layout.
 
 :class:`ShardIndex` is the decoded index, a ``(n, 2)`` uint64 array of
@@ -17,6 +20,8 @@ The outer grid may be rectilinear, so each distinct shard shape gets its own lay
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,12 +30,14 @@ from functools import lru_cache
 import numpy as np
 
 from ...errors import CodecError
-from ...grid import ChunkGrid
+from ...grid import MAX_NDIM, ChunkGrid
 from ...metadata.dtypes import DataType, parse_data_type
 from ..base import ChunkArraySpec
 
 #: both index values of a missing inner chunk
 MISSING = np.uint64(2**64 - 1)
+#: a layout lists its inner chunks' coordinates up to this many inner chunks
+LISTED_COORDS = 1 << 16
 
 
 @lru_cache(maxsize=1)
@@ -85,12 +92,32 @@ class ShardLayout:
     index_spec: ChunkArraySpec
     #: encoded byte size of the index (fixed: checked when the codec is built)
     index_size: int
-    #: C-order coordinates of every inner chunk, by flat id
-    coords: tuple[tuple[int, ...], ...] = field(repr=False)
+    #: number of inner chunks, ``prod(chunks_per_shard)``
+    nchunks: int
+    #: C-order strides of a flat id over ``chunks_per_shard``
+    _strides: tuple[int, ...] = field(repr=False)
 
-    @property
-    def nchunks(self) -> int:
-        return len(self.coords)
+    def chunk_coords(self, flat_id: int) -> tuple[int, ...]:
+        """The coordinates of inner chunk ``flat_id`` (C order). Computed, or looked up in
+        :attr:`listed_coords` where the shard has few enough inner chunks to list them, so
+        a layout costs the same for 10 inner chunks as for 10**18."""
+        listed = self.listed_coords
+        if listed is not None:
+            return listed[flat_id]
+        out = []
+        for stride in self._strides:
+            c, flat_id = divmod(flat_id, stride)
+            out.append(c)
+        return tuple(out)
+
+    @functools.cached_property
+    def listed_coords(self) -> tuple[tuple[int, ...], ...] | None:
+        """Every inner chunk's coordinates by flat id, listed on first use when there are
+        at most :data:`LISTED_COORDS` of them (whole-shard codecs look one up per inner
+        chunk), else None."""
+        if self.nchunks > LISTED_COORDS:
+            return None
+        return tuple(itertools.product(*(range(n) for n in self.chunks_per_shard)))
 
     @property
     def write_order(self) -> np.ndarray:
@@ -107,15 +134,48 @@ class ShardLayout:
             i = i * n + int(c)
         return i
 
-    def blocks(self, shard: np.ndarray) -> np.ndarray:
-        """A view of ``shard`` with shape ``chunks_per_shard + chunk_shape``:
-        ``blocks[coords]`` is inner chunk ``coords`` (no copy)."""
-        interleaved: list[int] = []
-        for n, c in zip(self.chunks_per_shard, self.chunk_shape):
-            interleaved += [n, c]
-        nd = len(self.chunk_shape)
-        view = shard.reshape(interleaved)
-        return view.transpose(*range(0, 2 * nd, 2), *range(1, 2 * nd, 2))
+    def blocks(self, shard: np.ndarray) -> "InnerChunks":
+        """The inner chunks of ``shard`` (an array of ``shard_shape``) as views:
+        ``blocks[flat_id]`` reads and ``blocks[flat_id] = chunk`` writes one (no copy)."""
+        return InnerChunks(self, shard)
+
+
+class InnerChunks:
+    """Views of a shard's inner chunks by flat id. Up to half numpy's dimension limit the
+    shard is viewed once with shape ``chunks_per_shard + chunk_shape`` and indexed by
+    coordinates; past that (the view would have too many dimensions) each inner chunk
+    is sliced out."""
+
+    __slots__ = ("_layout", "_shard", "_view", "_listed")
+
+    def __init__(self, layout: ShardLayout, shard: np.ndarray) -> None:
+        self._layout = layout
+        self._shard = shard
+        self._listed = layout.listed_coords
+        nd = len(layout.chunk_shape)
+        self._view = None
+        if 2 * nd <= MAX_NDIM:
+            interleaved: list[int] = []
+            for n, c in zip(layout.chunks_per_shard, layout.chunk_shape):
+                interleaved += [n, c]
+            self._view = shard.reshape(interleaved).transpose(
+                *range(0, 2 * nd, 2), *range(1, 2 * nd, 2))
+
+    def _index(self, flat_id: int) -> tuple:
+        listed = self._listed
+        coords = listed[flat_id] if listed is not None else self._layout.chunk_coords(flat_id)
+        if self._view is not None:
+            return coords
+        return tuple(slice(c * n, (c + 1) * n)
+                     for c, n in zip(coords, self._layout.chunk_shape))
+
+    def __getitem__(self, flat_id: int) -> np.ndarray:
+        target = self._shard if self._view is None else self._view
+        return target[self._index(flat_id)]
+
+    def __setitem__(self, flat_id: int, chunk: np.ndarray) -> None:
+        target = self._shard if self._view is None else self._view
+        target[self._index(flat_id)] = chunk
 
 
 def make_layout(shard_shape: tuple[int, ...], chunk_shape: tuple[int, ...],
@@ -125,11 +185,14 @@ def make_layout(shard_shape: tuple[int, ...], chunk_shape: tuple[int, ...],
     cps = tuple(s // c for s, c in zip(shard_shape, chunk_shape))
     index_spec = ChunkArraySpec(cps + (2,), index_data_type(), MISSING,
                                 write_empty_chunks=True)
-    n = math.prod(cps)
-    coords = tuple(tuple(int(x) for x in c) for c in np.ndindex(*cps)) if n else ()
+    strides = []
+    n = 1
+    for c in reversed(cps):
+        strides.append(n)
+        n *= c
     grid = ChunkGrid.from_sizes(shard_shape, chunk_shape)
     return ShardLayout(shard_shape, chunk_shape, cps, grid, index_spec,
-                       index_size_of(index_spec), coords)
+                       index_size_of(index_spec), n, tuple(reversed(strides)))
 
 
 class ShardIndex:

@@ -234,7 +234,11 @@ class RawBitsType(DataType):
                                 field="data_type")
         self.name = f"r{bits}"
         self.itemsize = bits // 8
-        self.numpy_dtype = np.dtype(f"V{self.itemsize}")
+        try:
+            self.numpy_dtype = np.dtype(f"V{self.itemsize}")
+        except (ValueError, TypeError, OverflowError) as e:   # past numpy's 2 GiB items
+            raise MetadataError(f"raw data type r{bits} is too large for numpy: {e}",
+                                field="data_type") from None
 
     def to_json(self) -> str:
         return self.name

@@ -54,7 +54,7 @@ def parse_data_type(doc: Any) -> DataType:
     factory = _FACTORIES.get(name)
     if factory is not None:
         return factory(config)
-    if re.fullmatch(r"r[1-9][0-9]*", name):
+    if re.fullmatch(r"r[1-9][0-9]{0,18}", name):     # at most 19 digits: an int64
         return RawBitsType(int(name[1:]))
     raise UnsupportedExtensionError(f"unsupported data type {name!r}", field="data_type")
 
