@@ -227,3 +227,9 @@ class KvzarrWarning(UserWarning):
 class UnprotectedValueWarning(KvzarrWarning):
     """A value without a checksum record was read through a checksum transformer opened
     with ``missing="warn"``: it was returned unverified."""
+
+
+class InvalidStoredKeyWarning(KvzarrWarning):
+    """A store holds a key that is not a valid key (written by another program:
+    ``"/x/zarr.json"``, ``"a//zarr.json"``, a name that is not UTF-8). Listings leave it
+    out, so no node is made of it; kvzarr can neither read nor write it."""

@@ -6,18 +6,26 @@ from collections.abc import Callable
 from typing import Any
 
 from .attributes import Attributes
-from .errors import MetadataError, NodeNotFoundError, ReadOnlyError, ValueTypeError
+from .errors import (InvalidKeyError, MetadataError, NodeNotFoundError, ReadOnlyError,
+                     ValueTypeError)
 from .metadata.v3 import (ZARR_JSON, ArrayMetadata, GroupMetadata, encode_json, load_json,
                           parse_node_metadata)
 from .stores.base import Store
+from .stores.keys import RESERVED_PREFIX
 
 
 def normalize_path(path: str | None) -> str:
-    """A node path without leading/trailing '/' ("" for the root)."""
+    """A node path without leading/trailing '/' ("" for the root). The rest of what a
+    name may not hold (NUL, lone surrogates, the store's length limits) is refused by
+    the store's key check (:func:`kvzarr.stores.keys.check_key`) with InvalidKeyError,
+    the same on every store; names under ``__kvzarr`` are refused here (the keys below
+    :data:`~kvzarr.stores.keys.RESERVED_PREFIX` belong to the storage transformers)."""
     if not path:
         return ""
     if not isinstance(path, str):
         raise ValueTypeError(f"a node path is a str, not {type(path).__name__}")
+    if _RESERVED in path:
+        _check_reserved(path.replace("\\", "/").strip("/"))
     if ("." not in path and "\\" not in path and "//" not in path and path[0] != "/"
             and path[-1] != "/"):
         return path   # already normal: no '.' (so no '..' or zarr.json), no extra '/'
@@ -28,6 +36,16 @@ def normalize_path(path: str | None) -> str:
         if p == ZARR_JSON:
             raise MetadataError("a node may not be named 'zarr.json'", path=path)
     return "/".join(parts)
+
+
+#: the first segment of the keys storage transformers own (RESERVED_PREFIX without "/")
+_RESERVED = RESERVED_PREFIX[:-1]
+
+
+def _check_reserved(normal: str) -> None:
+    if normal == _RESERVED or normal.startswith(RESERVED_PREFIX):
+        raise InvalidKeyError(f"node names under {_RESERVED!r} are reserved for kvzarr's "
+                              f"storage transformers", key=normal)
 
 
 def metadata_key(path: str) -> str:

@@ -24,12 +24,20 @@ Contracts every backend keeps:
   ``set`` (a reader or a crash sees the old value or the new one).
 * ``change_counter()`` tells a cache whether anything may have changed since it last
   looked (see its docstring for the exact promise).
+* Byte requests are checked when they are made (:mod:`.byteranges`) and their type at
+  this boundary; every backend then answers them alike: the bytes that exist, ``b""``
+  for a range that starts at or past the end of the value.
+* Keys are checked by :func:`.keys.check_key` with the store's declared limits
+  (``max_key_bytes``, ``max_segment_bytes``): the same :class:`InvalidKeyError` for the
+  same key on every operation. Listings leave out keys another program wrote that are
+  not valid keys, with an :class:`~kvzarr.errors.InvalidStoredKeyWarning`.
 
 A storage transformer (:mod:`kvzarr.transformers`) is a Store too, wrapping another.
 """
 
 from __future__ import annotations
 
+import operator
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable, Iterator, Sequence
@@ -38,8 +46,8 @@ from typing import Any
 
 from ..errors import (InvalidByteRangeError, ReadOnlyError, UnsupportedOperationError,
                       ValueTypeError)
-from .byteranges import ByteRequest, apply_byte_request
-from .keys import check_key, check_prefix
+from .byteranges import MAX_OFFSET, ByteRequest, apply_byte_request, check_request
+from .keys import check_key, check_prefix, valid_children, valid_keys
 
 
 # --- capabilities ---------------------------------------------------------------------
@@ -69,6 +77,12 @@ class Store(ABC):
     capabilities: Capabilities = Capabilities()
     #: longest key in UTF-8 bytes the backend takes, or None for no limit
     max_key_bytes: int | None = None
+    #: longest segment of a key in UTF-8 bytes (a file name), or None for no limit
+    max_segment_bytes: int | None = None
+    #: whether the backend's listings may meet keys written by another program, which
+    #: the public listing methods then check (a store that holds only keys that came in
+    #: through this interface, or a transformer over a checked store, skips the check)
+    lists_foreign_keys: bool = True
     #: True when ``_set_many`` copies every value into the backend before it returns
     #: (LMDB into its map, an SQL driver when it binds): then ``set_many`` hands
     #: read-only memoryviews down as they are, where stores that keep the value object
@@ -114,9 +128,15 @@ class Store(ABC):
         only by stores whose capabilities declare ``partial_writes``."""
         with self.transaction():
             old = self._get(key) or b""
-            if offset > len(old):
-                old = old + b"\x00" * (offset - len(old))  # a gap reads as zero bytes
-            self._set(key, old[:offset] + value + old[offset + len(value):])
+            try:
+                if offset > len(old):
+                    old = old + b"\x00" * (offset - len(old))  # a gap reads as zero bytes
+                new = old[:offset] + value + old[offset + len(value):]
+            except (MemoryError, OverflowError):
+                raise InvalidByteRangeError(
+                    f"a write at offset {offset} makes a value too large to build in "
+                    f"memory", key=key) from None
+            self._set(key, new)
 
     def _erase_many(self, keys: Sequence[str]) -> None:
         for k in keys:
@@ -173,14 +193,16 @@ class Store(ABC):
 
     def get(self, key: str) -> bytes | None:
         """The value of ``key``, or None if it is absent."""
-        return self._get(check_key(key, self.max_key_bytes))
+        return self._get(check_key(key, self.max_key_bytes, self.max_segment_bytes))
 
     def get_partial_values(
             self, key_ranges: Iterable[tuple[str, ByteRequest | None]]) -> list[bytes | None]:
         """For each (key, byte request) the requested bytes, or None for an absent key.
         A request of None reads the whole value. More than one request is read in one
         read transaction: a writer committing meanwhile is seen by all or none."""
-        items = [(check_key(key, self.max_key_bytes), request) for key, request in key_ranges]
+        kb, sb = self.max_key_bytes, self.max_segment_bytes
+        items = [(check_key(key, kb, sb), check_request(request))
+                 for key, request in key_ranges]
         if len(items) <= 1:
             return [self._get_requested(key, request) for key, request in items]
         with self.transaction(write=False):
@@ -192,7 +214,7 @@ class Store(ABC):
     def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         """Values of ``keys`` (None where absent), read in one read transaction."""
         for k in keys:
-            check_key(k, self.max_key_bytes)
+            check_key(k, self.max_key_bytes, self.max_segment_bytes)
         with self.transaction(write=False):
             return self._get_many(keys)
 
@@ -200,7 +222,7 @@ class Store(ABC):
         """For each key whether it exists, read in one read transaction (no values are
         fetched where the backend can avoid it)."""
         for k in keys:
-            check_key(k, self.max_key_bytes)
+            check_key(k, self.max_key_bytes, self.max_segment_bytes)
         with self.transaction(write=False):
             return self._exists_many(keys)
 
@@ -215,7 +237,7 @@ class Store(ABC):
         if self._current_transaction() is None:
             return self.get_many(keys)
         for k in keys:
-            check_key(k, self.max_key_bytes)
+            check_key(k, self.max_key_bytes, self.max_segment_bytes)
         return self._get_many_views(keys)
 
     def _get_many_views(self, keys: Sequence[str]) -> list[Any]:
@@ -235,13 +257,14 @@ class Store(ABC):
 
     def set(self, key: str, value: bytes) -> None:
         self._check_writable()
-        self._set(check_key(key, self.max_key_bytes), _as_bytes(value))
+        self._set(check_key(key, self.max_key_bytes, self.max_segment_bytes), _as_bytes(value))
 
     def set_many(self, items: Iterable[tuple[str, bytes]]) -> None:
         """Store several values in one write transaction."""
         self._check_writable()
         value_of = _as_buffer if self.copies_values else _as_bytes
-        checked = [(check_key(k, self.max_key_bytes), value_of(v)) for k, v in items]
+        kb, sb = self.max_key_bytes, self.max_segment_bytes
+        checked = [(check_key(k, kb, sb), value_of(v)) for k, v in items]
         with self.transaction():
             self._set_many(checked)
 
@@ -252,12 +275,16 @@ class Store(ABC):
         if not self.capabilities.partial_writes:
             raise UnsupportedOperationError(
                 f"{type(self).__name__} does not support partial writes")
-        items = [(check_key(k, self.max_key_bytes), int(o), _as_bytes(v))
+        kb, sb = self.max_key_bytes, self.max_segment_bytes
+        items = [(check_key(k, kb, sb), _write_offset(o, k), _as_bytes(v))
                  for k, o, v in key_start_values]
+        for key, offset, value in items:
+            if offset + len(value) > MAX_OFFSET:
+                raise InvalidByteRangeError(
+                    f"a write at offset {offset} would end past {MAX_OFFSET}, the largest "
+                    f"size of a value", key=key)
         with self.transaction():
             for key, offset, value in items:
-                if offset < 0:
-                    raise InvalidByteRangeError(f"negative offset {offset}", key=key)
                 self._set_range(key, offset, value)
 
     def append(self, key: str, data: bytes, *, expected_size: int) -> None:
@@ -271,7 +298,7 @@ class Store(ABC):
         if not self.capabilities.appends:
             raise UnsupportedOperationError(f"{type(self).__name__} cannot append to values",
                                             key=key)
-        key = check_key(key, self.max_key_bytes)
+        key = check_key(key, self.max_key_bytes, self.max_segment_bytes)
         if isinstance(expected_size, bool) or not isinstance(expected_size, int) \
                 or expected_size < 0:
             raise InvalidByteRangeError(f"expected_size must be an integer >= 0, not "
@@ -307,39 +334,50 @@ class Store(ABC):
 
     def erase(self, key: str) -> None:
         self._check_deletable()
-        self._erase(check_key(key, self.max_key_bytes))
+        self._erase(check_key(key, self.max_key_bytes, self.max_segment_bytes))
 
     def erase_values(self, keys: Iterable[str]) -> None:
         self._check_deletable()
-        checked = [check_key(k, self.max_key_bytes) for k in keys]
+        checked = [check_key(k, self.max_key_bytes, self.max_segment_bytes) for k in keys]
         with self.transaction():
             self._erase_many(checked)
 
     def erase_prefix(self, prefix: str) -> None:
         """Erase every key starting with ``prefix`` (``""`` erases everything)."""
         self._check_deletable()
-        check_prefix(prefix)
+        check_prefix(prefix, self.max_segment_bytes)
         with self.transaction():
             self._erase_prefix(prefix)
 
     def exists(self, key: str) -> bool:
-        return self._exists(check_key(key, self.max_key_bytes))
+        return self._exists(check_key(key, self.max_key_bytes, self.max_segment_bytes))
 
     def getsize(self, key: str) -> int | None:
         """Size of the value in bytes, or None if the key is absent."""
-        return self._getsize(check_key(key, self.max_key_bytes))
+        return self._getsize(check_key(key, self.max_key_bytes, self.max_segment_bytes))
 
     def list(self) -> Iterator[str]:
         self._check_listable()
-        return self._list_prefix("")
+        return self._valid_keys(self._list_prefix(""))
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
         self._check_listable()
-        return self._list_prefix(check_prefix(prefix))
+        return self._valid_keys(self._list_prefix(check_prefix(prefix,
+                                                               self.max_segment_bytes)))
 
     def list_dir(self, prefix: str) -> Iterator[str]:
         self._check_listable()
-        return self._list_dir(check_prefix(prefix))
+        names = self._list_dir(check_prefix(prefix, self.max_segment_bytes))
+        if not self.lists_foreign_keys:
+            return names
+        return valid_children(names, prefix, repr(self), self.max_segment_bytes)
+
+    def _valid_keys(self, keys: Iterator[str]) -> Iterator[str]:
+        """A listing without the keys another program wrote that are not valid keys
+        (each reported by a warning), where the backend may hold such keys."""
+        if not self.lists_foreign_keys:
+            return keys
+        return valid_keys(keys, repr(self), self.max_key_bytes, self.max_segment_bytes)
 
     # -- transactions --------------------------------------------------------------------
 
@@ -390,6 +428,22 @@ class Store(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+def _write_offset(offset: Any, key: str) -> int:
+    """The offset of a partial write as a plain int >= 0, or InvalidByteRangeError."""
+    if type(offset) is not int:
+        if isinstance(offset, bool):
+            raise InvalidByteRangeError(f"a write offset must be an integer, not {offset!r}",
+                                        key=key)
+        try:
+            offset = operator.index(offset)
+        except TypeError:
+            raise InvalidByteRangeError(f"a write offset must be an integer, not "
+                                        f"{type(offset).__name__}", key=key) from None
+    if offset < 0:
+        raise InvalidByteRangeError(f"negative offset {offset}", key=key)
+    return offset
 
 
 class Transaction:

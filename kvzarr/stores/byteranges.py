@@ -3,15 +3,28 @@ ranges) and codecs (sharding asks for ranges). Imports only kvzarr.errors.
 
 Range forms follow the Zarr v3 abstract store interface: ``[start, end)``, from an
 offset to the end, and a suffix of a given length.
+
+A request is checked once, when it is made: its numbers are integers (``int``, or
+anything with ``__index__`` such as numpy integers; never ``bool``) and not negative, or
+:class:`InvalidByteRangeError`. Numbers past :data:`MAX_OFFSET` are clipped to it, which
+changes no answer (no value is that long) and spares every store numbers its engine
+cannot take. What lies past the end of a value is nothing: a range that starts there
+reads ``b""`` on every store. The store boundary (``Store.get_partial_values``) only
+checks that each request is one of these types (:func:`check_request`).
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 from ..errors import InvalidByteRangeError, ValueTypeError
+
+#: The largest offset or length a request carries (2**63 - 1: file offsets are signed
+#: 64-bit, so no value of any store is longer); larger numbers are clipped to it.
+MAX_OFFSET = (1 << 63) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,8 +34,15 @@ class RangeRequest:
     end: int
 
     def __post_init__(self) -> None:
-        if self.start < 0 or self.end < self.start:
-            raise InvalidByteRangeError(f"invalid byte range [{self.start}, {self.end})")
+        start, end = self.start, self.end
+        # the common request (plain ints, in order, in bounds) costs five tests
+        if (type(start) is not int or type(end) is not int or start < 0 or end < start
+                or end > MAX_OFFSET):
+            start, end = _offset(start, "start"), _offset(end, "end")
+            if end < start:
+                raise InvalidByteRangeError(f"invalid byte range [{start}, {end})")
+            object.__setattr__(self, "start", min(start, MAX_OFFSET))
+            object.__setattr__(self, "end", min(end, MAX_OFFSET))
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +51,9 @@ class OffsetRequest:
     offset: int
 
     def __post_init__(self) -> None:
-        if self.offset < 0:
-            raise InvalidByteRangeError(f"invalid byte offset {self.offset}")
+        offset = self.offset
+        if type(offset) is not int or offset < 0 or offset > MAX_OFFSET:
+            object.__setattr__(self, "offset", min(_offset(offset, "offset"), MAX_OFFSET))
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,11 +62,36 @@ class SuffixRequest:
     suffix: int
 
     def __post_init__(self) -> None:
-        if self.suffix < 0:
-            raise InvalidByteRangeError(f"invalid byte suffix {self.suffix}")
+        suffix = self.suffix
+        if type(suffix) is not int or suffix < 0 or suffix > MAX_OFFSET:
+            object.__setattr__(self, "suffix", min(_offset(suffix, "suffix"), MAX_OFFSET))
+
+
+def _offset(value: Any, name: str) -> int:
+    """``value`` as a plain int >= 0, or InvalidByteRangeError."""
+    if isinstance(value, bool):
+        raise InvalidByteRangeError(f"byte {name} must be an integer, not {value!r}",
+                                    field=name)
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise InvalidByteRangeError(f"byte {name} must be an integer, not "
+                                    f"{type(value).__name__} {value!r}", field=name) from None
+    if number < 0:
+        raise InvalidByteRangeError(f"invalid byte {name} {number}: negative", field=name)
+    return number
 
 
 ByteRequest = Union[RangeRequest, OffsetRequest, SuffixRequest]
+_KINDS = (RangeRequest, OffsetRequest, SuffixRequest)
+
+
+def check_request(request: Any) -> ByteRequest | None:
+    """``request`` if it is a byte request or None (the whole value), else
+    :class:`ValueTypeError`: what every store checks at its boundary, before any I/O."""
+    if request is None or isinstance(request, _KINDS):
+        return request
+    raise ValueTypeError(f"not a byte request: {request!r}")
 
 
 def apply_byte_request(value: bytes, request: ByteRequest | None) -> bytes:

@@ -66,6 +66,10 @@ class FilesystemStore(Store):
     # per-key atomicity promise holds for them too.
     capabilities = Capabilities(partial_reads=True, partial_writes=True, multi_process=True,
                                 appends=fcntl is not None and hasattr(os, "link"))
+    #: A segment is a file name, and a write first makes ``.<name><TEMP_MARKER><32 hex>``
+    #: beside it: with the common NAME_MAX of 255 bytes, names up to 210 bytes can be
+    #: written as well as read. Longer ones are refused by every operation alike.
+    max_segment_bytes = 255 - 1 - len(TEMP_MARKER) - 32
 
     def __init__(self, root: str | os.PathLike, *, read_only: bool = False,
                  fsync: bool = False) -> None:
@@ -311,12 +315,23 @@ class FilesystemStore(Store):
                     _unlink_quietly(child)
             return
         target = self.root / prefix[:-1]
-        if target.is_dir():
+        try:
+            is_dir = stat.S_ISDIR(os.stat(target).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except OSError as e:
+            raise _translate(e, prefix) from e
+        if is_dir:
             shutil.rmtree(target, onerror=_tolerate_vanished)
             self._prune(target.parent)
 
     def _exists(self, key: str) -> bool:
-        return self._path(key).is_file()
+        try:
+            return stat.S_ISREG(os.stat(self._path(key)).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except OSError as e:
+            raise _translate(e, key) from e
 
     def _getsize(self, key: str) -> int | None:
         path = self._path(key)
@@ -346,6 +361,8 @@ class FilesystemStore(Store):
             entries = list(os.scandir(directory))
         except (FileNotFoundError, NotADirectoryError):
             return
+        except OSError as e:
+            raise _translate(e, rel) from e
         for entry in entries:
             if _hidden(entry.name):
                 continue
@@ -360,6 +377,8 @@ class FilesystemStore(Store):
             entries = list(os.scandir(directory))
         except (FileNotFoundError, NotADirectoryError):
             return iter(())
+        except OSError as e:
+            raise _translate(e, prefix) from e
         names = []
         for entry in entries:
             if _hidden(entry.name):
@@ -521,8 +540,13 @@ def _unlink_quietly(path: Path) -> None:
         pass
 
 
-def _translate(error: OSError, key: str) -> StoreError:
+def _translate(error: OSError, key: str) -> KvzarrError:
     """The one place filesystem errors become kvzarr errors."""
+    if error.errno == errno.ENAMETOOLONG:
+        # the same answer as max_segment_bytes gives, where the OS's limits are lower
+        # (a shorter NAME_MAX, or a path past PATH_MAX)
+        return InvalidKeyError("the key is too long for a path on this filesystem",
+                               key=key)
     if error.errno in (errno.ENOSPC, errno.EDQUOT):
         return StoreFullError("no space left on device; the key keeps its old value", key=key)
     return StoreError(f"filesystem error: {error.strerror or error}", key=key)

@@ -1,21 +1,32 @@
-"""The one key validator every store calls at its boundary.
+"""The one key validator every store calls at its boundary, and the check that keeps
+keys another program wrote out of listings.
 
 A key is a ``str`` of ``/``-separated segments (Zarr v3 core spec, "Stores"): no empty
 segment, no leading or trailing ``/``, no ``.`` or ``..`` segment, no NUL and no
-backslash (so no key can name a place outside a filesystem or zip root, on any OS).
-A prefix is ``""`` (the root) or a valid key followed by ``/``.
+backslash (so no key can name a place outside a filesystem or zip root, on any OS), and
+it is Unicode text: a lone surrogate code point (``"a\\ud800"``, which no encoding can
+store) is refused. A prefix is ``""`` (the root) or a valid key followed by ``/``.
+
+Store limits are declared by the store and applied here: ``max_key_bytes`` (the whole
+key in UTF-8) and ``max_segment_bytes`` (each segment: a file name on the filesystem
+store). Every refusal is :class:`InvalidKeyError`, the same on every store.
 """
 
 from __future__ import annotations
 
-from ..errors import InvalidKeyError
+import warnings
+from collections.abc import Iterable, Iterator
+
+from ..errors import InvalidKeyError, InvalidStoredKeyWarning
 
 #: Keys under this prefix belong to kvzarr's storage transformers (checksums, logs).
 RESERVED_PREFIX = "__kvzarr/"
 
 
-def check_key(key: str, max_bytes: int | None = None) -> str:
-    """Return ``key`` if it is valid, else raise :class:`InvalidKeyError`."""
+def check_key(key: str, max_bytes: int | None = None,
+              max_segment_bytes: int | None = None) -> str:
+    """Return ``key`` if it is valid (and within the given limits, in UTF-8 bytes), else
+    raise :class:`InvalidKeyError`."""
     if not isinstance(key, str):
         raise InvalidKeyError(f"store keys are str, not {type(key).__name__}", key=repr(key))
     if not key:
@@ -26,8 +37,21 @@ def check_key(key: str, max_bytes: int | None = None) -> str:
         raise InvalidKeyError(
             "invalid key: empty, '.' or '..' segments, leading/trailing '/', NUL and "
             "backslash are not allowed", key=key)
-    if max_bytes is not None and len(key.encode("utf-8")) > max_bytes:
+    if key.isascii():               # a flag of the str object: no scan
+        size = len(key)
+    else:
+        try:
+            size = len(key.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise InvalidKeyError("invalid key: a lone surrogate code point is not "
+                                  "Unicode text and no store can hold it",
+                                  key=key) from None
+    if max_bytes is not None and size > max_bytes:
         raise InvalidKeyError(f"key longer than {max_bytes} bytes", key=key)
+    if (max_segment_bytes is not None and size > max_segment_bytes
+            and max(len(s.encode("utf-8")) for s in key.split("/")) > max_segment_bytes):
+        raise InvalidKeyError(f"a segment of the key is longer than {max_segment_bytes} "
+                              f"bytes, the longest name this store can hold", key=key)
     return key
 
 
@@ -35,14 +59,58 @@ def _has_dot_segment(key: str) -> bool:
     return any(seg in (".", "..") for seg in key.split("/"))
 
 
-def check_prefix(prefix: str) -> str:
+def check_prefix(prefix: str, max_segment_bytes: int | None = None) -> str:
     """Return ``prefix`` if it is ``""`` or a valid key followed by ``/``."""
     if prefix == "":
         return prefix
     if not isinstance(prefix, str) or not prefix.endswith("/"):
         raise InvalidKeyError("a prefix is '' or ends with '/'", key=repr(prefix))
-    check_key(prefix[:-1])
+    check_key(prefix[:-1], None, max_segment_bytes)
     return prefix
+
+
+def is_valid_key(key: str, max_bytes: int | None = None,
+                 max_segment_bytes: int | None = None) -> bool:
+    try:
+        check_key(key, max_bytes, max_segment_bytes)
+    except InvalidKeyError:
+        return False
+    return True
+
+
+def valid_keys(keys: Iterable[str], where: str, max_bytes: int | None = None,
+               max_segment_bytes: int | None = None) -> Iterator[str]:
+    """``keys`` (from a store's listing) without the invalid ones, each of which is
+    reported by an :class:`InvalidStoredKeyWarning`. Such keys were written by another
+    program ("/x/zarr.json", "a//b", a name that is not UTF-8); kvzarr can neither read
+    nor write them, and a listing that showed them would make nodes of them."""
+    for key in keys:
+        if is_valid_key(key, max_bytes, max_segment_bytes):
+            yield key
+        else:
+            _warn(key, where)
+
+
+def valid_children(names: Iterable[str], prefix: str, where: str,
+                   max_segment_bytes: int | None = None) -> Iterator[str]:
+    """The entries of a ``list_dir(prefix)`` (``name`` or ``name/``) that name a valid
+    child; the others (an empty name from ``"a//b"``, ``".."``, a lone surrogate) are
+    reported by an :class:`InvalidStoredKeyWarning` and left out."""
+    for name in names:
+        if isinstance(name, str):
+            bare = name[:-1] if name.endswith("/") else name
+            if "/" not in bare and is_valid_key(bare, None, max_segment_bytes):
+                yield name
+                continue
+            _warn(prefix + name, where)
+        else:
+            _warn(name, where)
+
+
+def _warn(key: object, where: str) -> None:
+    warnings.warn(InvalidStoredKeyWarning(
+        f"{where} holds the key {key!r}, which is not a valid key (written by another "
+        f"program?): it is left out of the listing"), stacklevel=3)
 
 
 def prefix_successor(prefix: str) -> str | None:

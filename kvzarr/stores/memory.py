@@ -65,6 +65,7 @@ def _whole(value: Any) -> Any:
 class MemoryStore(Store):
     capabilities = Capabilities(partial_reads=True, partial_writes=True, transactional=True,
                                 appends=True)
+    lists_foreign_keys = False     # every key came in through check_key
 
     def __init__(self, *, read_only: bool = False) -> None:
         super().__init__(read_only=read_only)

@@ -93,6 +93,7 @@ class ZipStore(Store):
     capabilities = Capabilities(partial_reads=True, partial_writes=False, transactional=True,
                                 multi_process=True)
     max_key_bytes = 0xFFFF     # the name length field is 16 bits
+    lists_foreign_keys = False # members whose names are not keys are kept apart (foreign)
 
     def __init__(self, path: str | os.PathLike, *, read_only: bool = False,
                  compression: int = zipfile.ZIP_STORED, compresslevel: int | None = None,

@@ -24,15 +24,23 @@ Promises:
 Not supported: encryption (4.4.4 bit 0) and strong encryption, multi-disk / split archives
 (both rejected with StoreError); member comments and extra fields other than ZIP64 are
 read past and dropped when a member is rewritten (the archive comment is kept). Members
-compressed with other methods (bzip2, lzma, ...) are read through ``zipfile`` when it can
-decode them, with no byte-range shortcut.
+another tool compressed with bzip2 (method 12) or LZMA (method 14, 5.8.8) are read whole,
+with no byte-range shortcut; other methods raise UnsupportedOperationError.
+
+Damaged archives: the directory is checked as it is read (records inside the file,
+members before the central directory, sizes that their method can produce), so a cut or
+damaged archive fails to open with StoreError, and a member's data is decompressed no
+further than its declared size: data that decodes to more, less, or not at all is a
+ChecksumMismatchError (or StoreError) of that key, never an exception of zlib, bz2 or
+lzma, and never more memory than the member's size.
 """
 
 from __future__ import annotations
 
+import bz2
+import lzma
 import os
 import struct
-import threading
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -54,6 +62,12 @@ ZIP64_LIMIT = (1 << 31) - 1
 _COUNT_LIMIT = 0xFFFF
 _FLAG_ENCRYPTED, _FLAG_DESCRIPTOR, _FLAG_UTF8 = 0x01, 0x08, 0x800
 _UNIX = 3
+_BZIP2, _LZMA = 12, 14
+#: deflate's largest expansion (a 258-byte match per two bits, APPNOTE / RFC 1951): a
+#: deflated member that claims a larger size than this times its data is damaged
+_DEFLATE_RATIO = 1032
+#: errors of the decompressors for damaged data (bz2 raises OSError and EOFError)
+_DECODE_ERRORS = (zlib.error, lzma.LZMAError, OSError, EOFError, ValueError)
 _DEFAULT_ATTR = 0o100644 << 16                 # regular file, rw-r--r--
 _COPY_CHUNK = 8 << 20
 
@@ -85,8 +99,6 @@ class ArchiveFile:
         self.file = file
         self.fd = file.fileno() if file is not None else -1
         self.path = path
-        self._zip: zipfile.ZipFile | None = None
-        self._zip_lock = threading.Lock()
 
     def __del__(self) -> None:
         if self.file is not None:
@@ -113,16 +125,22 @@ class ArchiveFile:
         if m.method == zipfile.ZIP_STORED:
             data = self.raw(m, 0, m.csize)
         elif m.method == zipfile.ZIP_DEFLATED:
-            try:
-                data = zlib.decompress(self.raw(m, 0, m.csize), -15)
-            except zlib.error as e:
-                raise StoreError(f"corrupt deflate data: {e}", key=m.name, path=self.path) from e
+            data = self._decode(m, zlib.decompressobj(-15), self.raw(m, 0, m.csize))
         else:
-            return self._read_other(m)
+            data = self._read_other(m)
         if len(data) != m.size or zlib.crc32(data) != m.crc:
             raise ChecksumMismatchError("zip member does not match its CRC-32", key=m.name,
                                         path=self.path)
         return data
+
+    def _decode(self, m: Member, decoder: Any, data: bytes) -> bytes:
+        """``data`` decompressed by ``decoder``, stopping one byte past the member's size
+        (a member that decodes to more is damaged: the CRC check then refuses it)."""
+        try:
+            return decoder.decompress(data, m.size + 1)
+        except _DECODE_ERRORS as e:
+            raise ChecksumMismatchError(f"damaged compressed data in the zip member: {e}",
+                                        key=m.name, path=self.path) from e
 
     def read_span(self, m: Member, start: int, end: int) -> bytes:
         """Bytes ``[start, end)`` of the member's uncompressed value (already clipped)."""
@@ -131,31 +149,58 @@ class ArchiveFile:
         if m.method == zipfile.ZIP_STORED:
             return self.raw(m, start, end - start)
         if m.method != zipfile.ZIP_DEFLATED:
-            return self._read_other(m)[start:end]
-        # Deflate has no random access: inflate from the start, stop once past ``end``.
-        inflater, out, pos = zlib.decompressobj(-15), bytearray(), 0
-        while len(out) < end and pos < m.csize:
-            n = min(1 << 20, m.csize - pos)
+            return self.read(m)[start:end]
+        # Deflate has no random access: inflate from the start, stop at ``end``.
+        inflater, out, pos, pending = zlib.decompressobj(-15), bytearray(), 0, b""
+        while len(out) < end:
+            if not pending:
+                if pos >= m.csize:
+                    break
+                n = min(1 << 20, m.csize - pos)
+                pending = self.raw(m, pos, n)
+                pos += n
             try:
-                out += inflater.decompress(self.raw(m, pos, n))
+                out += inflater.decompress(pending, end - len(out))
             except zlib.error as e:
-                raise StoreError(f"corrupt deflate data: {e}", key=m.name, path=self.path) from e
-            pos += n
+                raise ChecksumMismatchError(f"damaged deflate data in the zip member: {e}",
+                                            key=m.name, path=self.path) from e
+            pending = inflater.unconsumed_tail
+            if inflater.eof:
+                break
+        if len(out) < end:        # ``end`` is within the declared size: the data is cut
+            raise ChecksumMismatchError("the zip member's deflate data ends before its "
+                                        "declared size", key=m.name, path=self.path)
         return bytes(out[start:end])
 
     def _read_other(self, m: Member) -> bytes:
-        """Members another tool compressed with bzip2, lzma, ...: zipfile decodes them."""
-        with self._zip_lock:
-            try:
-                if self._zip is None:
-                    self._zip = zipfile.ZipFile(self.file)
-                return self._zip.read(m.name)
-            except NotImplementedError as e:
-                raise UnsupportedOperationError(
-                    f"zip compression method {m.method} is not supported", key=m.name,
-                    path=self.path) from e
-            except zipfile.BadZipFile as e:
-                raise ChecksumMismatchError(str(e), key=m.name, path=self.path) from e
+        """A member another tool compressed with bzip2 or LZMA, decoded no further than
+        one byte past its size (the caller checks the size and the CRC)."""
+        if m.method == _BZIP2:
+            return self._decode(m, bz2.BZ2Decompressor(), self.raw(m, 0, m.csize))
+        if m.method == _LZMA:
+            return self._decode(m, self._lzma_decoder(m), self.raw(m, 4 + 5, m.csize - 9)
+                                if m.csize >= 9 else b"")
+        raise UnsupportedOperationError(
+            f"zip compression method {m.method} is not supported", key=m.name,
+            path=self.path, hint="kvzarr reads stored, deflate, bzip2 and LZMA members")
+
+    def _lzma_decoder(self, m: Member) -> Any:
+        """The raw LZMA1 decoder of an LZMA member: its data starts with two version
+        bytes, the length of the properties (2 bytes, 5 in every LZMA SDK) and the
+        properties (lc/lp/pb in one byte, then the dictionary size), APPNOTE 5.8.8."""
+        head = self.raw(m, 0, 9) if m.csize >= 9 else b""
+        if len(head) < 9 or struct.unpack_from("<H", head, 2)[0] != 5 or head[4] >= 9 * 5 * 5:
+            raise ChecksumMismatchError("damaged LZMA header in the zip member",
+                                        key=m.name, path=self.path)
+        props, dict_size = head[4], int.from_bytes(head[5:9], "little")
+        lc, lp, pb = props % 9, props // 9 % 5, props // 45
+        try:
+            return lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[{
+                "id": lzma.FILTER_LZMA1, "dict_size": dict_size, "lc": lc, "lp": lp,
+                "pb": pb}])
+        except _DECODE_ERRORS as e:
+            raise ChecksumMismatchError(f"damaged LZMA header in the zip member: {e}",
+                                        key=m.name, path=self.path) from e
 
 
 def read_directory(fd: int, path: str) -> tuple[list[Member], bytes]:
@@ -187,7 +232,7 @@ def read_directory(fd: int, path: str) -> tuple[list[Member], bytes]:
     if disk or cd_disk:
         raise StoreError("multi-disk zip archives are not supported", path=path)
     shift = records - cd_size - cd_offset         # bytes prepended to the archive
-    if shift < 0:
+    if shift < 0 or cd_size > records:
         raise StoreError("corrupt zip archive: bad central directory offset", path=path)
     cd = os.pread(fd, cd_size, cd_offset + shift)
     if len(cd) != cd_size:
@@ -208,12 +253,26 @@ def read_directory(fd: int, path: str) -> tuple[list[Member], bytes]:
         pos += name_len + extra_len + comment_len
         if flags & _FLAG_ENCRYPTED:
             raise StoreError("encrypted zip members are not supported", key=name, path=path)
+        _check_member(name, offset, method, csize, usize, cd_offset, path)
         entries.append(Member(name, offset + shift, method, crc, csize, usize, dostime,
                               dosdate, attr, flags & ~(_FLAG_DESCRIPTOR | _FLAG_UTF8)))
     if len(entries) != count:
         raise StoreError(f"corrupt zip archive: {len(entries)} entries, {count} announced",
                          path=path)
     return entries, comment
+
+
+def _check_member(name: str, offset: int, method: int, csize: int, usize: int,
+                  cd_offset: int, path: str) -> None:
+    """StoreError unless a member's local header and data lie before the central
+    directory and its size is one its method can produce from its data."""
+    if offset + LOCAL.size + csize > cd_offset:
+        raise StoreError("corrupt zip archive: a member's data reaches past the central "
+                         "directory", key=name, path=path)
+    if ((method == zipfile.ZIP_STORED and usize != csize)
+            or (method == zipfile.ZIP_DEFLATED and usize > _DEFLATE_RATIO * csize + 64)):
+        raise StoreError(f"corrupt zip archive: a member declares {usize:,} bytes, which "
+                         f"{csize:,} bytes of its data cannot hold", key=name, path=path)
 
 
 def _zip64_fields(extra: bytes, usize: int, csize: int, offset: int, name: str,
@@ -223,6 +282,8 @@ def _zip64_fields(extra: bytes, usize: int, csize: int, offset: int, name: str,
     while at + 4 <= len(extra):
         kind, length = struct.unpack_from("<2H", extra, at)
         if kind == 1:
+            if at + 4 + length > len(extra):
+                break
             values = list(struct.unpack_from(f"<{length // 8}Q", extra, at + 4))
             try:
                 if usize == 0xFFFFFFFF:

@@ -33,7 +33,8 @@ import pytest
 
 from ..stores.byteranges import OffsetRequest, RangeRequest, SuffixRequest
 from ..errors import (AppendConflictError, ConflictError, InvalidByteRangeError,
-                      InvalidKeyError, ReadOnlyError, UnsupportedOperationError)
+                      InvalidKeyError, ReadOnlyError, UnsupportedOperationError,
+                      ValueTypeError)
 from ..stores.base import Store
 from ..transformers.base import stack_layers
 
@@ -41,9 +42,12 @@ from ..transformers.base import stack_layers
 BAD_KEYS: list[Any] = [
     "", ".", "..", "a/..", "../a", "a/../b", "a/./b", "./a", "/a", "/", "a/", "a//b",
     "a\x00b", "a\\b", "..\\a", 1, b"a", None, ("a",),
+    # lone surrogates: not Unicode text, so no encoding (and no store) can hold them
+    "a\ud800", "\udc80/b", "x/\udfff", "\ud83d",
 ]
 #: Prefixes every store must refuse (a prefix is "" or a valid key followed by "/").
-BAD_PREFIXES: list[Any] = ["a", "/", "a//", "../", "./", "/a/", "a/../", "a\\/", 1, b"a/"]
+BAD_PREFIXES: list[Any] = ["a", "/", "a//", "../", "./", "/a/", "a/../", "a\\/", 1, b"a/",
+                           "a\ud800/", "\udcff/"]
 
 #: Unicode keys, including a pair that differ only in normalisation (NFC/NFD) and a pair
 #: that sort differently in code points than in UTF-16 units.
@@ -355,6 +359,54 @@ class StoreConformance:
             value, value, None, None, None]
         assert store.get_partial_values([]) == []
 
+    #: offsets every store answers alike: past 32-bit and 64-bit integers included
+    FAR_OFFSETS = [2 ** 31 - 1, 2 ** 31, 2 ** 32, 2 ** 32 + 1, 2 ** 63 - 1, 2 ** 63,
+                   2 ** 64 + 3, 10 ** 30]
+
+    def test_get_partial_values_far_past_the_end(self, store: Store) -> None:
+        """A range that starts past the end reads b"" and a length or suffix past any
+        size reads what exists, for offsets that a 32-bit or 64-bit integer in a
+        backend would truncate or overflow (SQLite's substr once read bytes 0-3 for
+        [2**32, 2**32 + 4))."""
+        value = b"0123456789"
+        store.set_many([("far/v", value), ("far/appended", b"01234")])
+        if store.capabilities.appends:
+            store.append("far/appended", b"56789", expected_size=5)
+        else:
+            store.set("far/appended", value)
+        for key in ("far/v", "far/appended"):
+            for far in self.FAR_OFFSETS:
+                got = store.get_partial_values([
+                    (key, RangeRequest(far, far + 4)), (key, OffsetRequest(far)),
+                    (key, RangeRequest(0, far)), (key, RangeRequest(3, far)),
+                    (key, SuffixRequest(far)), (key, RangeRequest(far, far)),
+                    ("far/missing", RangeRequest(far, far + 4))])
+                assert got == [b"", b"", value, value[3:], value, b"", None], (key, far)
+                # one request alone takes each store's single-range path
+                assert store.get_partial_values([(key, RangeRequest(far, far + 4))]) == [b""]
+                assert store.get_partial_values([(key, SuffixRequest(far))]) == [value]
+
+    @pytest.mark.parametrize("bad", [-1, -(2 ** 63), 1.5, "3", True, None, b"1"], ids=repr)
+    def test_byte_request_numbers_checked(self, store: Store, bad: Any) -> None:
+        """A request's numbers are integers >= 0, or InvalidByteRangeError when the
+        request is made; anything but a request (or None) is a ValueTypeError at the
+        store's boundary, before any read."""
+        store.set("v", b"0123456789")
+        for make in (lambda: RangeRequest(bad, 5), lambda: RangeRequest(0, bad),
+                     lambda: OffsetRequest(bad), lambda: SuffixRequest(bad)):
+            with pytest.raises(InvalidByteRangeError):
+                make()
+        with pytest.raises(InvalidByteRangeError):
+            RangeRequest(5, 4)
+        for not_a_request in ((0, 4), slice(0, 4), 3, "0-4"):
+            with pytest.raises(ValueTypeError):
+                store.get_partial_values([("v", not_a_request)])
+            with pytest.raises(ValueTypeError):
+                store.get_partial_values([("v", None), ("v", not_a_request)])
+        # integers of other types (numpy's) are integers
+        assert store.get_partial_values([("v", RangeRequest(np.int64(2), np.uint64(4)))]) \
+            == [b"23"]
+
     def test_get_partial_values_mixed_keys_keep_order(self, store: Store) -> None:
         store.set_many([("p/a", b"aaaaXaaaa"), ("p/b", b"bbbbYbbbb")])
         got = store.get_partial_values([("p/b", RangeRequest(4, 5)), ("p/a", RangeRequest(4, 5)),
@@ -415,7 +467,11 @@ class StoreConformance:
         assert store.get("gap") == b"\x00\x00\x00x"
         with pytest.raises(InvalidByteRangeError):
             store.set_partial_values([("v", -1, b"x")])
-        assert store.get("v") == b"01AB4567YZ++"
+        for bad in (2 ** 63, 2 ** 64, 1.5, True):      # past any value's size, or no int
+            with pytest.raises(InvalidByteRangeError):
+                store.set_partial_values([("v", bad, b"x")])
+        assert dump(store) == {"v": b"01AB4567YZ++", "new": b"fresh",
+                               "gap": b"\x00\x00\x00x"}
 
     # -- append (where capabilities.appends) ---------------------------------------------
 
@@ -675,6 +731,35 @@ class StoreConformance:
         for op in ops:
             with pytest.raises(InvalidKeyError):
                 op()
+        assert dump(store) == data
+
+    def test_key_limits_are_one_answer_on_every_operation(self, store: Store) -> None:
+        """A key past the store's declared limits (``max_key_bytes``, and
+        ``max_segment_bytes`` for a store that keeps a segment as a file name) is refused
+        with InvalidKeyError by every operation: reads, writes, listings and erasing
+        alike, never an error of the OS or the engine."""
+        data = self.populate(store)
+        too_long = []
+        if store.max_segment_bytes is not None:
+            too_long.append("p/" + "s" * (store.max_segment_bytes + 1) + "/q")
+            too_long.append("p/" + "\u00e9" * (store.max_segment_bytes // 2 + 1))
+        if store.max_key_bytes is not None:
+            too_long.append("/".join(["k" * 100] * (store.max_key_bytes // 101 + 1)))
+        if not too_long:
+            pytest.skip("the store declares no key limits")
+        for key in too_long:
+            ops = [lambda: store.get(key), lambda: store.set(key, b"x"),
+                   lambda: store.exists(key), lambda: store.getsize(key),
+                   lambda: store.erase(key), lambda: store.get_many([key]),
+                   lambda: store.set_many([(key, b"x")]),
+                   lambda: store.get_partial_values([(key, RangeRequest(0, 1))])]
+            if store.max_segment_bytes is not None:
+                ops += [lambda: list(store.list_prefix(key + "/")),
+                        lambda: list(store.list_dir(key + "/")),
+                        lambda: store.erase_prefix(key + "/")]
+            for op in ops:
+                with pytest.raises(InvalidKeyError):
+                    op()
         assert dump(store) == data
 
     @pytest.mark.parametrize("prefix", BAD_PREFIXES, ids=repr)

@@ -55,6 +55,8 @@ class Transformer(Store):
 
     #: the name ``transformers=[...]`` knows this transformer by
     name: ClassVar[str] = ""
+    #: the store below already left invalid keys out of its listings
+    lists_foreign_keys = False
     #: whether the transformer itself must write to do its job (a read-only store under
     #: it is then a configuration error, found when the stack is built)
     needs_write: ClassVar[bool] = False

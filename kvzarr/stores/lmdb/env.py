@@ -39,7 +39,7 @@ import lmdb
 
 from ...errors import ReadOnlyError, StoreConfigError, StoreError, StoreFullError
 from ...runtime.process import current_pid
-from .meta import MetaPages
+from .meta import MetaPages, check_data_file
 
 try:
     import fcntl
@@ -186,6 +186,9 @@ class SharedEnv:
     # -- opening, forks ------------------------------------------------------------------
 
     def _open(self) -> None:
+        # before LMDB maps the file: a file shorter than its meta pages say would crash
+        # the process on the first read (meta.py)
+        check_data_file(self.data_file, self.path)
         try:
             if not self._open_env() and self.write_map:
                 # No disk blocks for the map (full disk): write through the file instead.

@@ -392,12 +392,14 @@ class LMDBStore(Store):
         # Listed in one transaction (a consistent snapshot), then handed out.
         pb = prefix.encode("utf-8")
         keys = self._read(lambda txn: keymap.scan(txn, pb), buffers=True)
-        return iter([k.decode("utf-8") for k in keys])
+        # surrogateescape: a key another program wrote that is not UTF-8 is listed as a
+        # str holding lone surrogates, which the listing's key check then leaves out
+        return iter([k.decode("utf-8", "surrogateescape") for k in keys])
 
     def _list_dir(self, prefix: str) -> Iterator[str]:
         pb = prefix.encode("utf-8")
         names = self._read(lambda txn: keymap.scan_dir(txn, pb), buffers=True)
-        return iter([n.decode("utf-8") for n in names])
+        return iter([n.decode("utf-8", "surrogateescape") for n in names])
 
     # -- writes --------------------------------------------------------------------------
 

@@ -20,6 +20,13 @@ from ...errors import StoreError, ValueTypeError
 BATCH = 500
 #: byte ranges of one value cut by one statement (one result column each)
 MAX_RANGES = 64
+#: the largest integer ``substr`` (SQLite) and ``substring`` (PostgreSQL) take: SQLite
+#: reads its arguments as 32-bit ints, so 2**32 + 1 would become 1 and read the first
+#: bytes (https://sqlite.org/lang_corefunc.html#substr; the engine's ``substrFunc`` calls
+#: ``sqlite3_value_int``), and PostgreSQL's take ``integer``. No value either database
+#: holds is longer (SQLite's hard limit on a BLOB is 2**31 - 1 bytes, PostgreSQL's bytea
+#: 1 GiB), so a range starting at or past it is empty and a longer length changes nothing.
+SQL_INT_MAX = (1 << 31) - 1
 
 
 class Queries:
@@ -43,7 +50,10 @@ class Queries:
         self.exists = q(f"SELECT 1 FROM {t} WHERE k = ?")
         #: the length of the value in the key's row (0 for an appended value)
         self.length = q(f"SELECT {length}(v) FROM {t} WHERE k = ?")
-        self.size = self.length
+        #: the size of a value, and on SQLite its storage class (``typeof``: a TEXT's
+        #: ``length`` counts characters, so the store refuses what is not a BLOB)
+        self._typeof = "" if self.pg else ", typeof(v)"
+        self.size = q(f"SELECT {length}(v){self._typeof} FROM {t} WHERE k = ?")
         if self.pg:
             # One result column per requested piece of ``v``: whole, range, offset, suffix
             # (in that order of the kinds below); ``?`` are the request's parameters.
@@ -90,8 +100,8 @@ class Queries:
         # One statement: the size of a value whatever its layout; the subquery runs only
         # for an empty row (appended or empty).
         self.size = q(f"SELECT CASE WHEN {length}(m.v) > 0 THEN {length}(m.v) ELSE "
-                      f"coalesce((SELECT max(s.e) FROM {s} AS s WHERE s.k = m.k), 0) END "
-                      f"FROM {t} AS m WHERE m.k = ?")
+                      f"coalesce((SELECT max(s.e) FROM {s} AS s WHERE s.k = m.k), 0) END"
+                      f"{self._typeof.replace('(v)', '(m.v)')} FROM {t} AS m WHERE m.k = ?")
         self.seg_values = q(f"SELECT v FROM {s} WHERE k = ? ORDER BY e")
         self.seg_size = q(f"SELECT max(e) FROM {s} WHERE k = ?")
         self.seg_insert = q(f"INSERT INTO {s} (k, e, v) VALUES (?, ?, ?)")
@@ -155,21 +165,31 @@ class Queries:
         for any other row, ``''`` for an empty value."""
         kinds: list[str] = []
         params: list[Any] = []
+        top = SQL_INT_MAX
         for r in requests:
             if r is None:
                 kinds.append("v")
             elif isinstance(r, RangeRequest):
-                kinds.append("r")
-                params += (r.start + 1, r.end - r.start)
+                # Every number stays below SQL_INT_MAX (see there): a range that starts
+                # past any value the database can hold is empty.
+                start = r.start
+                if start >= top or r.end == start:
+                    kinds.append("e")
+                else:
+                    kinds.append("r")
+                    params += (start + 1, min(r.end - start, top))
             elif isinstance(r, OffsetRequest):
-                kinds.append("o")
-                params.append(r.offset + 1)
+                if r.offset >= top:
+                    kinds.append("e")
+                else:
+                    kinds.append("o")
+                    params.append(r.offset + 1)
             elif isinstance(r, SuffixRequest):
                 if r.suffix == 0:
                     kinds.append("e")
                 else:
                     kinds.append("s")
-                    params.append(r.suffix)
+                    params.append(min(r.suffix, top))
             else:
                 raise ValueTypeError(f"not a byte request: {r!r}")
         params.append(key)
@@ -267,6 +287,8 @@ class Queries:
                         [x for row in part for x in row])
 
     def set_range(self, cur: Any, key: str, offset: int, value: bytes) -> None:
+        """Splice ``value`` in at ``offset``; the caller checked that the result fits
+        below :data:`SQL_INT_MAX` (so no argument is truncated)."""
         end = offset + len(value) + 1
         cur.execute(self.splice, (key, offset, value, offset, offset, value, end))
 

@@ -15,8 +15,14 @@ on ``table(k TEXT PRIMARY KEY, v BLOB)``. Promises, per process and across proce
   seeks past a child's subtree whenever a page ends inside it, so its cost follows the
   number of children, not the number of keys below.
 * Byte ranges are cut by the database (``substr``/``substring``): all the ranges asked
-  of one key in one call come back as the columns of one row. Partial writes are
-  spliced by the database, inside one write transaction.
+  of one key in one call come back as the columns of one row. No number of 2**31 or
+  more reaches either function (both take 32-bit integers; queries.py clips them, which
+  changes no answer). Partial writes are spliced by the database, inside one write
+  transaction.
+* A value that is not a BLOB (a TEXT, INTEGER or REAL another program stored in a SQLite
+  file) is refused on every read, ``getsize`` included, with :class:`StoreError` naming
+  its key and type: kvzarr neither guesses its bytes nor returns what SQLite's
+  ``length`` and ``substr`` count in characters.
 * Thread-safe: each thread's transaction has its own connection; connections are kept
   between operations, so a single operation is one statement.
 * ``change_counter()``: on SQLite in WAL mode the wal-index header, on PostgreSQL a
@@ -44,13 +50,13 @@ from dataclasses import replace
 from itertools import chain
 from typing import Any
 
-from ...errors import AppendConflictError
-from ..byteranges import ByteRequest, request_span
+from ...errors import AppendConflictError, StoreError
+from ..byteranges import ByteRequest, check_request, request_span
 from ..base import Capabilities, Store
 from ..keys import check_key, prefix_successor
 from .backends import Backend, Txn, open_backend, translate
 from .counter import PostgresCounter, SQLiteCounter
-from .queries import MAX_RANGES, Queries
+from .queries import MAX_RANGES, SQL_INT_MAX, Queries
 from .schema import KVZARR, Layout, open_layout, segments_table
 
 #: keys fetched per query by lazy listings, and the most ``list_dir`` reads at once
@@ -268,9 +274,9 @@ class SQLStore(Store):
         if row is None:
             return None
         v = row[0]
-        if not v and self._appendable:   # an appended value, or an empty one
-            return self._get_appended(key)
-        return self._value(v)
+        if not v and self._appendable and not isinstance(v, (str, int, float)):
+            return self._get_appended(key)   # an appended value, or an empty one
+        return self._value(v, key)
 
     def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
         return self._get_ranges(key, [request])[0]
@@ -289,7 +295,7 @@ class SQLStore(Store):
                 if row[-1]:       # the segment map of an appended value
                     return self._ranges_appended(key, requests, row[-1])
                 row = row[:-1]
-            out.extend(self._value(v) for v in row)
+            out.extend(self._value(v, key) for v in row)
         return out
 
     # -- appended values (stores/sql.md, "Appended values") --------------------------------
@@ -338,8 +344,9 @@ class SQLStore(Store):
         several keys are read in one read transaction."""
         items = list(key_ranges)
         by_key: dict[str, list[int]] = {}
-        for i, (key, _) in enumerate(items):
+        for i, (key, request) in enumerate(items):
             check_key(key, self.max_key_bytes)
+            check_request(request)
             by_key.setdefault(key, []).append(i)
         out: list[bytes | None] = [None] * len(items)
         with self.transaction(write=False) if len(by_key) > 1 else nullcontext():
@@ -359,11 +366,11 @@ class SQLStore(Store):
                 found[k] = self._get_appended(k)    # in get_many's read transaction
         get = found.get
         out = [get(k) for k in keys]
-        if self._bytes_native and None not in out:
+        if self._bytes_native and None not in out and _all_bytes(out):
             return out
         # absent keys, NULL values (legacy tables) or driver buffers (PostgreSQL)
         value = self._value
-        return [value(found[k]) if k in found else None for k in keys]
+        return [value(found[k], k) if k in found else None for k in keys]
 
     streams_values = True
 
@@ -382,7 +389,7 @@ class SQLStore(Store):
                     empty.append(k)
                     continue
                 found.add(k)
-                value = self._value(v)
+                value = self._value(v, k)
                 for i in where[k]:
                     yield i, value
         for k in empty:
@@ -396,8 +403,14 @@ class SQLStore(Store):
                 for i in places:
                     yield i, None
 
-    def _value(self, v: Any) -> bytes:
-        return b"" if v is None else self._blob(v)
+    def _value(self, v: Any, key: str | None = None) -> bytes:
+        if type(v) is bytes:
+            return v
+        if v is None:
+            return b""
+        if isinstance(v, (str, int, float)):   # SQLite's other storage classes
+            raise _not_a_blob(v, key, self._backend.display)
+        return self._blob(v)
 
     def _exists_many(self, keys: Sequence[str]) -> list[bool]:
         with self._reading() as cur:
@@ -409,7 +422,11 @@ class SQLStore(Store):
 
     def _getsize(self, key: str) -> int | None:
         row = self._fetch_one(self._q.size, (key,), key)
-        return None if row is None else int(row[0] or 0)
+        if row is None:
+            return None
+        if len(row) > 1 and row[1] not in ("blob", "null"):   # SQLite's typeof(v)
+            raise _not_a_blob(row[1], key, self._backend.display)
+        return int(row[0] or 0)
 
     # -- writes --------------------------------------------------------------------------
 
@@ -441,6 +458,10 @@ class SQLStore(Store):
                 self._q.delete_segments(cur, (k for k, _ in items))
 
     def _set_range(self, key: str, offset: int, value: bytes) -> None:
+        if offset + len(value) >= SQL_INT_MAX:
+            raise StoreError(f"a write at offset {offset} would make a value of "
+                             f"{offset + len(value)} bytes, longer than the database holds",
+                             key=key, path=self._backend.display)
         with self._writing(key) as cur:
             if self._has_segments(cur):
                 cur.execute(self._q.seg_of, (key,))
@@ -594,3 +615,17 @@ class SQLStore(Store):
         ro = ", read_only=True" if self.read_only else ""
         return f"SQLStore({self._backend.display!r}, table={self.layout.table!r}{ro})"
 
+
+def _all_bytes(values: list[Any]) -> bool:
+    """Whether every value is ``bytes`` (one pass in C: the batch read's fast path)."""
+    return not values or (type(values[0]) is bytes and len(set(map(type, values))) == 1)
+
+
+def _not_a_blob(v: Any, key: str | None, display: str) -> StoreError:
+    """The error for a value SQLite holds as TEXT, INTEGER or REAL (``v`` is the value,
+    or the name ``typeof`` gave)."""
+    kind = v.upper() if isinstance(v, str) and v in ("text", "integer", "real") else {
+        str: "TEXT", int: "INTEGER", float: "REAL"}.get(type(v), type(v).__name__)
+    return StoreError(f"the value is stored as {kind}, not as a BLOB (written by another "
+                      f"program?); kvzarr reads values as BLOBs only", key=key, path=display,
+                      hint="rewrite it as a BLOB, e.g. UPDATE <table> SET v = CAST(v AS BLOB)")

@@ -13,13 +13,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ...runtime import workers
-from ...stores.byteranges import ByteRequest, RangeRequest, apply_byte_request
+from ...stores.byteranges import ByteRequest, RangeRequest, apply_byte_request, check_request
 from . import record as rec
 from .checks import (UNPROTECTED_VALUE, Found, check_value, decode_found, mismatch_error,
                      record_error)
 from .record import Mismatch, Record
 from .rereads import RECORD_PREFIX, Read, retrying
-from .spans import Span, absolute, check_request, span_of, spans
+from .spans import Span, absolute, span_of, spans
 
 #: a batch is checksummed on the worker pool from this many bytes, when its values are
 #: big enough for the checksum to run without the GIL (crc32c releases it from 32 KiB)

@@ -11,16 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ...errors import ValueTypeError
-from ...stores.byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
-
-
-def check_request(request: object) -> ByteRequest | None:
-    """``request`` if it is a byte request or None (the whole value), else ValueTypeError
-    (the same error a store raises for it)."""
-    if request is None or isinstance(request, (RangeRequest, OffsetRequest, SuffixRequest)):
-        return request
-    raise ValueTypeError(f"not a byte request: {request!r}")
+from ...stores.byteranges import ByteRequest, OffsetRequest, RangeRequest
 
 
 def absolute(request: ByteRequest | None, length: int) -> tuple[int, int]:
