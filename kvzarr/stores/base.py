@@ -24,6 +24,8 @@ Contracts every backend keeps:
   ``set`` (a reader or a crash sees the old value or the new one).
 * ``change_counter()`` tells a cache whether anything may have changed since it last
   looked (see its docstring for the exact promise).
+* ``key_lock(keys)`` (where ``capabilities.key_locks``) makes a read-modify-write of
+  those keys exclusive on a store without transactions; elsewhere it does nothing.
 
 A storage transformer (:mod:`kvzarr.transformers`) is a Store too, wrapping another.
 """
@@ -33,6 +35,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +62,9 @@ class Capabilities:
     multi_process: bool = False
     #: ``append`` adds bytes to the end of a value without rewriting what is there
     appends: bool = False
+    #: ``key_lock(keys)`` excludes every other holder of the same keys in every thread
+    #: and process: the read-modify-write lock of a store without transactions
+    key_locks: bool = False
 
 
 # --- the interface --------------------------------------------------------------------
@@ -129,6 +135,11 @@ class Store(ABC):
 
     def _change_counter(self) -> Hashable | None:
         return None
+
+    def _key_lock(self, keys: Sequence[str]) -> AbstractContextManager[None]:
+        """The lock of ``keys``; only stores whose capabilities declare ``key_locks``
+        have one."""
+        return _NO_LOCK
 
     def _erase_prefix(self, prefix: str) -> None:
         self._erase_many(list(self._list_prefix(prefix)))
@@ -254,7 +265,8 @@ class Store(ABC):
                 f"{type(self).__name__} does not support partial writes")
         items = [(check_key(k, self.max_key_bytes), int(o), _as_bytes(v))
                  for k, o, v in key_start_values]
-        with self.transaction():
+        # each item is a read-modify-write: held under the key lock where there is one
+        with self._key_lock([k for k, _, _ in items]), self.transaction():
             for key, offset, value in items:
                 if offset < 0:
                     raise InvalidByteRangeError(f"negative offset {offset}", key=key)
@@ -277,6 +289,24 @@ class Store(ABC):
             raise InvalidByteRangeError(f"expected_size must be an integer >= 0, not "
                                         f"{expected_size!r}", key=key)
         self._append(key, _as_bytes(data), expected_size)
+
+    def key_lock(self, keys: Iterable[str]) -> AbstractContextManager[None]:
+        """``with store.key_lock(keys):`` holds an exclusive, advisory lock on each key
+        for a read-modify-write, against every other ``key_lock`` of those keys in any
+        thread or process, where ``capabilities.key_locks``. Elsewhere it does nothing:
+        a transactional store isolates a read-modify-write inside ``transaction()``
+        instead (the engine takes this lock only on stores without transactions).
+
+        Advisory: a plain ``set`` or ``get`` does not wait for it, so every writer of a
+        key must take it for the exclusion to hold (kvzarr's chunk, shard and metadata
+        writers do). The keys are locked in one fixed order, so two holders of
+        overlapping sets cannot deadlock; the lock is re-entrant in the holding thread.
+        Do not take a second ``key_lock`` inside one for OTHER keys: against a thread
+        doing the opposite that can deadlock. A process that dies holding the lock
+        (SIGKILL included) releases it. Several keys may share one lock (see the
+        store's documentation); a write to a read-only store raises ReadOnlyError."""
+        self._check_writable()
+        return self._key_lock([check_key(k, self.max_key_bytes) for k in keys])
 
     def change_counter(self) -> Hashable | None:
         """A token that differs whenever a commit (by this handle, another handle or
@@ -437,6 +467,10 @@ class Transaction:
         else:
             self.store._commit(handle)
         return False
+
+
+#: the key lock of a store without one: a context manager that does nothing
+_NO_LOCK = nullcontext()
 
 
 class _TxnState(threading.local):
