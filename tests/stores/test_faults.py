@@ -68,18 +68,18 @@ _TRY_WRITES = textwrap.dedent("""
             out[name] = {"ok": False, "kvzarr": False, "type": type(e).__name__,
                          "message": str(e)}
 
-    def opener():
+    def opener(read_only=False):
         if kind == "filesystem":
             from kvzarr.stores.filesystem import FilesystemStore
-            return FilesystemStore(where / "data.zarr")
+            return FilesystemStore(where / "data.zarr", read_only=read_only)
         if kind == "zip":
             from kvzarr.stores.zip import ZipStore
-            return ZipStore(where / "data.zip")
+            return ZipStore(where / "data.zip", read_only=read_only)
         if kind == "sqlite":
             from kvzarr.stores.sql import SQLStore
-            return SQLStore(where / "data.sqlite")
+            return SQLStore(where / "data.sqlite", read_only=read_only)
         from kvzarr.stores.lmdb import LMDBStore
-        return LMDBStore(where / "data.lmdb")
+        return LMDBStore(where / "data.lmdb", read_only=read_only)
 
     store = attempt("open", opener)
     if store is not None:
@@ -87,6 +87,9 @@ _TRY_WRITES = textwrap.dedent("""
         attempt("set", lambda: store.set("new", b"x"))
         attempt("get after", lambda: store.get("keep"))
         attempt("set again", lambda: store.set("keep", b"changed"))
+    reader = attempt("open read-only", lambda: opener(read_only=True))
+    if reader is not None:
+        attempt("get read-only", lambda: reader.get("keep"))
     print(json.dumps(out))
 """)
 
@@ -125,6 +128,8 @@ def test_permission_denied_is_a_clear_error_and_changes_nothing(tmp_path, kind):
         assert out["get"] == {"ok": True, "value": "old"}, out
         assert out["get after"] == {"ok": True, "value": "old"}, out
         assert not out["set"]["ok"] and not out["set again"]["ok"], out
+    if out["open read-only"]["ok"]:       # else refused with the same clear error class
+        assert out["get read-only"] == {"ok": True, "value": "old"}, out
     store = OPENERS[kind](where)             # permissions back: nothing changed, writes work
     try:
         assert store.get("keep") == b"old" and store.get("new") is None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -166,3 +167,33 @@ def test_stripes_are_the_same_in_every_process():
         capture_output=True, text=True, check=True, env={**os.environ,
                                                          "PYTHONHASHSEED": "123"})
     assert out.stdout.split() == [str(stripe_of("a/c/0/1")), str(stripe_of("zarr.json"))]
+
+
+_LOCK_IN_READ_ONLY_PARENT = textwrap.dedent("""
+    import sys
+    from kvzarr.stores.filesystem import FilesystemStore
+    store = FilesystemStore(sys.argv[1])
+    with store.key_lock(["k"]):
+        store.set("k", b"locked")
+    print(",".join(store.list()))
+""")
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and shutil.which("setpriv") is None,
+                    reason="running as root without setpriv: permissions do not bind")
+def test_lock_directory_falls_back_inside_the_root_when_the_parent_is_read_only(tmp_path):
+    parent = tmp_path / "parent"
+    root = parent / "data.zarr"
+    FilesystemStore(root).set("k", b"v")
+    os.chmod(parent, 0o555)
+    try:
+        cmd = [sys.executable, "-c", _LOCK_IN_READ_ONLY_PARENT, str(root)]
+        if os.geteuid() == 0:       # root ignores permissions unless it drops the capability
+            cmd = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--", *cmd]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    finally:
+        os.chmod(parent, 0o755)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "k"                      # the lock directory is not a key
+    assert (root / LOCK_DIR).is_dir() and not (parent / f".data.zarr{LOCK_DIR}").exists()
+    assert FilesystemStore(root).get("k") == b"locked"
