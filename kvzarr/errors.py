@@ -214,6 +214,11 @@ class StoreFullError(StoreError):
     was kept."""
 
 
+class StorePermissionError(StoreError, PermissionError):
+    """The operating system refused access to the store's files (their permissions, a
+    read-only filesystem); nothing of the refused operation was written."""
+
+
 class SchemaVersionError(StoreError):
     """A database was written with a different schema version than this kvzarr uses."""
 

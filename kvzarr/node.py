@@ -98,12 +98,15 @@ class Node:
         self._rewrite_metadata(edit)
 
     def _rewrite_metadata(self, edit: Callable[[dict[str, Any]], None]) -> None:
-        """Read-modify-write of this node's zarr.json in one transaction. Only the members
+        """Read-modify-write of this node's zarr.json in one transaction, under the
+        store's key lock of it (no lost update on a store without transactions either;
+        concurrent writers of the same document each see the other's change). Only the members
         ``edit`` changes are touched, so documents written by other tools keep their form.
         The result is parsed (validated) before it is written."""
         self._check_writable()
         key = metadata_key(self.path)
-        with self.store.transaction():
+        # the key lock makes it exclusive where the transaction does not (a directory)
+        with self.store.key_lock([key]), self.store.transaction():
             data = self.store.get(key)
             if data is None:
                 raise NodeNotFoundError("node was deleted", path=self.name)

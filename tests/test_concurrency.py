@@ -1,4 +1,5 @@
-"""Several processes writing one array through the Array API on the transactional stores.
+"""Several processes writing one array through the Array API on the transactional stores
+and on the directory store (which holds its key lock around each read-modify-write).
 
 Each writer sets its own interleaved elements, one partial-chunk write at a time, so every
 write is a read-modify-write of a chunk (or a shard) that the other writers are also
@@ -23,7 +24,8 @@ CONTEXT = mp.get_context("spawn")
 
 
 def _targets(tmp_path):
-    targets = [("lmdb", str(tmp_path / "data.lmdb")), ("sqlite", str(tmp_path / "data.sqlite"))]
+    targets = [("lmdb", str(tmp_path / "data.lmdb")), ("sqlite", str(tmp_path / "data.sqlite")),
+               ("directory", str(tmp_path / "data.zarr"))]
     url = os.environ.get("KVZARR_TEST_POSTGRES_URL")
     if url:
         targets.append(("postgresql", url))

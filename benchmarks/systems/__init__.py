@@ -63,6 +63,9 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
        "WAL synced at checkpoints only", "-normal", {"synchronous": "NORMAL"}),
     _k("zip", "kvzarr ZipStore, fsync=False", "raw-files", "archive rewritten, no fsync",
        "-nofsync", {"fsync": False}),
+    # the directory store without its key locks: what the locks cost (W2, W3, W6)
+    _k("fs", "kvzarr FilesystemStore, key_locks=False", "raw-files",
+       "atomic per key, no fsync, no key lock", "-nolock", {"key_locks": False}),
     # the transactional stores under a Cache (256 MiB): its warm reads against an
     # in-memory store's (the bars), its cold ones against the store's own
     _k("lmdb", "kvzarr LMDBStore under a Cache", "raw-lmdb",

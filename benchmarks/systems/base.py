@@ -86,6 +86,8 @@ class System:
         path = Path(loc)
         if path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
+            # kvzarr's directory store keeps its key lock files beside the root
+            shutil.rmtree(path.parent / f".{path.name}.kvzarr-locks", ignore_errors=True)
         else:
             # the store's file and what lives beside it (-lock, -wal, .lock, ...)
             near = [path, *path.parent.glob(path.name + "-*"),

@@ -62,8 +62,10 @@ class KvzarrSystem(System):
                                              "map, which the write counter cannot see"}
         # what the store documents about writers sharing a chunk (W6 measures it)
         self.shared_writes = (
-            "not promised: atomic per key, no lock around a read-modify-write"
-            if self.kind == "fs" else "promised: each write is one transaction")
+            "promised: each write is one transaction" if self.kind != "fs" else
+            "promised: a key lock (flock) around each read-modify-write"
+            if self.options.get("key_locks", True) else
+            "not promised: key_locks=False, no lock around a read-modify-write")
         if self.kind == "pg":
             self.url = os.environ.get(POSTGRES_URL)
             if not self.url:
@@ -82,7 +84,7 @@ class KvzarrSystem(System):
             if self.kind == "memory":
                 st = self.kvzarr.MemoryStore()
             elif self.kind == "fs":
-                st = self.kvzarr.FilesystemStore(loc)
+                st = self.kvzarr.FilesystemStore(loc, **self.options)
             elif self.kind == "lmdb":
                 from kvzarr.stores.lmdb import LMDBStore
                 st = LMDBStore(loc, **self.options)

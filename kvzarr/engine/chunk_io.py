@@ -5,7 +5,9 @@ decodes them in a thread pool (the compressors release the GIL) and copies each
 projection into the output. A sharded array reads only the index and the inner chunks a
 small selection needs (``decode_partial``). A write does its read-modify-write of every
 partly covered chunk inside ONE write transaction, so on a transactional store two
-processes writing different elements of one chunk both survive; a chunk that ends up
+processes writing different elements of one chunk both survive (a store without
+transactions that has key locks, a directory, holds ``Store.key_lock`` of the chunks
+instead, batch by batch); a chunk that ends up
 equal to the fill value is erased instead of stored (unless ``write_empty_chunks``).
 Whole chunks are encoded before the write transaction begins; on a plain-bytes regular
 array, those a slice selection covers are laid out in one strided copy
@@ -84,6 +86,11 @@ class ChunkIO:
         self._fill_encoded: bytes | None = None
         #: how partial shard writes update a shard (None: rewrite it)
         self.append_policy = store.append_policy() if pipeline.supports_partial else None
+        caps = store.capabilities
+        #: the store's key lock, held around each write of chunks or shards where no
+        #: transaction isolates the read-modify-write (None: the transaction does, or
+        #: the store has no lock)
+        self._key_lock = store.key_lock if caps.key_locks and not caps.transactional else None
 
     def key(self, coords: Sequence[int]) -> str:
         return self.prefix + self._encode_key(coords)
@@ -265,7 +272,11 @@ class ChunkIO:
             batch_bytes = 0
             for p in projections:
                 if partial and not p.is_complete_chunk:
-                    self._write_part(p, values, pointwise)
+                    if self._key_lock is None:
+                        self._write_part(p, values, pointwise)
+                    else:
+                        with self._key_lock([self.key(p.chunk_coords)]):
+                            self._write_part(p, values, pointwise)
                     continue
                 batch.append(p)
                 batch_bytes += self._nbytes(p)
@@ -373,6 +384,16 @@ class ChunkIO:
 
     def _write_batch(self, batch: list[ChunkProjection], batch_bytes: int,
                      values: np.ndarray) -> None:
+        if self._key_lock is None:
+            self._write_batch_now(batch, batch_bytes, values)
+            return
+        # Whole chunks too: a set landing between another writer's read and write of the
+        # same chunk would be overwritten with the old value plus that writer's part.
+        with self._key_lock([self.key(p.chunk_coords) for p in batch]):
+            self._write_batch_now(batch, batch_bytes, values)
+
+    def _write_batch_now(self, batch: list[ChunkProjection], batch_bytes: int,
+                         values: np.ndarray) -> None:
         need_old = [p for p in batch if not p.is_complete_chunk]
         olds = dict(zip((self.key(p.chunk_coords) for p in need_old),
                         self.store.get_many([self.key(p.chunk_coords) for p in need_old])))

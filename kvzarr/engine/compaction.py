@@ -3,10 +3,9 @@ shard that partial writes appended to) is laid out again without it, each inside
 write transaction. What garbage is and how a shard is laid out is the codec's business
 (``CodecPipeline.compact``); this module only walks the stored chunks.
 
-Promises: a chunk is read, compacted and written back in one write transaction, so on a
-transactional store a concurrent writer of the same chunk is never lost (on the
-filesystem store, which has no transactions, run compaction while no one writes the
-array). A chunk the codec cannot read (a checksum mismatch, an index pointing past its
+Promises: a chunk is read, compacted and written back in one write transaction (on a
+store without transactions: under the store's key lock of the chunk, which kvzarr's chunk
+writers take too), so a concurrent kvzarr writer of the same chunk is never lost. A chunk the codec cannot read (a checksum mismatch, an index pointing past its
 end) is reported and left exactly as it is. The new chunk holds the same encoded inner
 chunks, so every reader reads the same values before and after.
 """
@@ -14,10 +13,13 @@ chunks, so every reader reads the same values before and after.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from ..errors import KvzarrError
 from .chunk_io import ChunkIO
+
+_NO_LOCK = nullcontext()
 
 
 @dataclass
@@ -64,8 +66,12 @@ def compact_chunks(io: ChunkIO, chunks: list[tuple[tuple[int, ...], str]], *,
     after each. ``dry_run`` reads and measures but writes nothing."""
     report = CompactionReport(arrays=1)
     store = io.store
+    caps = store.capabilities
+    lock = store.key_lock if caps.key_locks and not caps.transactional and not dry_run \
+        else None
     for coords, key in chunks:
-        with store.transaction(write=not dry_run):
+        with (lock([key]) if lock is not None else _NO_LOCK), \
+                store.transaction(write=not dry_run):
             data = store.get(key)
             if data is not None:
                 report.chunks += 1

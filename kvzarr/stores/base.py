@@ -31,6 +31,8 @@ Contracts every backend keeps:
   (``max_key_bytes``, ``max_segment_bytes``): the same :class:`InvalidKeyError` for the
   same key on every operation. Listings leave out keys another program wrote that are
   not valid keys, with an :class:`~kvzarr.errors.InvalidStoredKeyWarning`.
+* ``key_lock(keys)`` (where ``capabilities.key_locks``) makes a read-modify-write of
+  those keys exclusive on a store without transactions; elsewhere it does nothing.
 
 A storage transformer (:mod:`kvzarr.transformers`) is a Store too, wrapping another.
 """
@@ -41,6 +43,7 @@ import operator
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +70,9 @@ class Capabilities:
     multi_process: bool = False
     #: ``append`` adds bytes to the end of a value without rewriting what is there
     appends: bool = False
+    #: ``key_lock(keys)`` excludes every other holder of the same keys in every thread
+    #: and process: the read-modify-write lock of a store without transactions
+    key_locks: bool = False
 
 
 # --- the interface --------------------------------------------------------------------
@@ -149,6 +155,11 @@ class Store(ABC):
 
     def _change_counter(self) -> Hashable | None:
         return None
+
+    def _key_lock(self, keys: Sequence[str]) -> AbstractContextManager[None]:
+        """The lock of ``keys``; only stores whose capabilities declare ``key_locks``
+        have one."""
+        return _NO_LOCK
 
     def _erase_prefix(self, prefix: str) -> None:
         self._erase_many(list(self._list_prefix(prefix)))
@@ -283,7 +294,8 @@ class Store(ABC):
                 raise InvalidByteRangeError(
                     f"a write at offset {offset} would end past {MAX_OFFSET}, the largest "
                     f"size of a value", key=key)
-        with self.transaction():
+        # each item is a read-modify-write: held under the key lock where there is one
+        with self._key_lock([k for k, _, _ in items]), self.transaction():
             for key, offset, value in items:
                 self._set_range(key, offset, value)
 
@@ -304,6 +316,24 @@ class Store(ABC):
             raise InvalidByteRangeError(f"expected_size must be an integer >= 0, not "
                                         f"{expected_size!r}", key=key)
         self._append(key, _as_bytes(data), expected_size)
+
+    def key_lock(self, keys: Iterable[str]) -> AbstractContextManager[None]:
+        """``with store.key_lock(keys):`` holds an exclusive, advisory lock on each key
+        for a read-modify-write, against every other ``key_lock`` of those keys in any
+        thread or process, where ``capabilities.key_locks``. Elsewhere it does nothing:
+        a transactional store isolates a read-modify-write inside ``transaction()``
+        instead (the engine takes this lock only on stores without transactions).
+
+        Advisory: a plain ``set`` or ``get`` does not wait for it, so every writer of a
+        key must take it for the exclusion to hold (kvzarr's chunk, shard and metadata
+        writers do). The keys are locked in one fixed order, so two holders of
+        overlapping sets cannot deadlock; the lock is re-entrant in the holding thread.
+        Do not take a second ``key_lock`` inside one for OTHER keys: against a thread
+        doing the opposite that can deadlock. A process that dies holding the lock
+        (SIGKILL included) releases it. Several keys may share one lock (see the
+        store's documentation); a write to a read-only store raises ReadOnlyError."""
+        self._check_writable()
+        return self._key_lock([check_key(k, self.max_key_bytes) for k in keys])
 
     def change_counter(self) -> Hashable | None:
         """A token that differs whenever a commit (by this handle, another handle or
@@ -491,6 +521,10 @@ class Transaction:
         else:
             self.store._commit(handle)
         return False
+
+
+#: the key lock of a store without one: a context manager that does nothing
+_NO_LOCK = nullcontext()
 
 
 class _TxnState(threading.local):

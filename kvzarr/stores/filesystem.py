@@ -6,6 +6,11 @@ Every write is atomic per key: the value goes to a temporary file in the key's d
 and is renamed over the key, so a reader or a crash sees the old value or the new one,
 never a torn file. There is no atomicity across keys; ``transaction()`` only groups work.
 
+``key_lock(keys)`` is the advisory lock the chunk engine holds around every
+read-modify-write of a chunk, shard or ``zarr.json`` (no lost updates between writers in
+any thread or process): ``flock`` on one of a fixed set of lock files chosen by the key's
+hash (:mod:`kvzarr.stores.keylocks`), in a directory beside the root.
+
 ``append`` writes in place at the end of the file, as atomic as a ``set``:
 
 * Under an exclusive ``flock`` of the file (appenders in any process take turns; the
@@ -33,7 +38,9 @@ import shutil
 import stat
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 try:
     import fcntl
@@ -41,51 +48,102 @@ except ImportError:  # no flock (Windows): no appends
     fcntl = None  # type: ignore[assignment]
 
 from ..errors import (AppendConflictError, InvalidKeyError, KvzarrError, StoreError,
-                      StoreFullError, UnsupportedOperationError)
+                      StoreFullError, StorePermissionError, UnsupportedOperationError)
 from .byteranges import ByteRequest, request_span
 from ..runtime import workers
 from .base import Capabilities, Store
+from .keylocks import KeyLockTable
 
 #: Temporary files carry this marker in their name; listings never show them.
 TEMP_MARKER = ".kvzarr-tmp-"
 #: The hard link that marks an append in progress (or killed) is named
 #: ``.<file name>.kvzarr-append-<size before the append>``; listings never show it.
 APPEND_MARKER = ".kvzarr-append-"
-#: what both markers start with: the one substring a listing checks per entry
+#: The directory of the key lock files when they cannot live beside the root (see
+#: ``FilesystemStore._lock_directory``); listings never show it, keys may not use it.
+LOCK_DIR = ".kvzarr-locks"
+#: what every marker starts with: the one substring a listing checks per entry
 _MARKERS = ".kvzarr-"
 #: an append that finds its file replaced by a set this many times in a row gives up
 _APPEND_ATTEMPTS = 3
 
 
 def _hidden(name: str) -> bool:
-    return _MARKERS in name and (TEMP_MARKER in name or APPEND_MARKER in name)
+    return _MARKERS in name and (TEMP_MARKER in name or APPEND_MARKER in name
+                                 or name == LOCK_DIR)
 
 
 class FilesystemStore(Store):
     # Partial writes use the base read-modify-write, whose _set is copy-and-rename: the
     # per-key atomicity promise holds for them too.
     capabilities = Capabilities(partial_reads=True, partial_writes=True, multi_process=True,
-                                appends=fcntl is not None and hasattr(os, "link"))
+                                appends=fcntl is not None and hasattr(os, "link"),
+                                key_locks=fcntl is not None)
     #: A segment is a file name, and a write first makes ``.<name><TEMP_MARKER><32 hex>``
     #: beside it: with the common NAME_MAX of 255 bytes, names up to 210 bytes can be
     #: written as well as read. Longer ones are refused by every operation alike.
     max_segment_bytes = 255 - 1 - len(TEMP_MARKER) - 32
 
     def __init__(self, root: str | os.PathLike, *, read_only: bool = False,
-                 fsync: bool = False) -> None:
+                 fsync: bool = False, lock_timeout: float | None = None,
+                 key_locks: bool = True) -> None:
         """``fsync=True`` flushes each value to disk before it replaces the old one
         (durable across power loss, slower); the default matches other Zarr filesystem
-        stores: atomic per key, durable once the OS writes back."""
+        stores: atomic per key, durable once the OS writes back. ``lock_timeout``
+        seconds bound each wait for a key lock (``key_lock``; None: no bound), then
+        ConflictError. ``key_locks=False`` takes no key locks (``key_lock`` does
+        nothing): for a single writer, or writers that never share a chunk."""
         super().__init__(read_only=read_only)
+        if not key_locks and self.capabilities.key_locks:
+            self.capabilities = replace(self.capabilities, key_locks=False)
         self.root = Path(root).absolute()
         self.fsync = fsync
         if not read_only:
-            self.root.mkdir(parents=True, exist_ok=True)
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise _translate(e, str(self.root)) from e
+        self._locks = KeyLockTable(self._lock_directory, lock_timeout, _translate)
+
+    # -- key locks (see kvzarr.stores.keylocks) --------------------------------------------
+
+    def _key_lock(self, keys: Sequence[str]) -> Any:
+        if not self.capabilities.key_locks:
+            return super()._key_lock(keys)
+        return self._locks.hold(keys)
+
+    def _lock_directory(self) -> Path:
+        """Where the lock files live: beside the root (``.<root name>.kvzarr-locks``, so
+        no Zarr reader listing the root sees them and erasing the root keeps them),
+        unless the root's parent is not writable; then inside the root, under
+        :data:`LOCK_DIR` (hidden from listings). A lock directory inside the root that
+        exists already wins, so every process agrees once one had to fall back."""
+        real = Path(os.path.realpath(self.root))
+        inside = real / LOCK_DIR
+        if inside.is_dir():
+            return inside
+        beside = real.parent / f".{real.name}{LOCK_DIR}"
+        try:
+            beside.mkdir(exist_ok=True)
+            return beside
+        except OSError as e:
+            if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise _translate(e, str(beside)) from e
+        try:
+            inside.mkdir(exist_ok=True)
+        except OSError as e:
+            raise _translate(e, str(inside)) from e
+        return inside
+
+    def _close(self) -> None:
+        self._locks.close()
 
     def _path(self, key: str) -> Path:
-        if _MARKERS in key and (TEMP_MARKER in key or APPEND_MARKER in key):
+        if _MARKERS in key and (TEMP_MARKER in key or APPEND_MARKER in key
+                                or LOCK_DIR in key.split("/")):
             raise InvalidKeyError(
-                f"keys may not contain {TEMP_MARKER!r} or {APPEND_MARKER!r}", key=key)
+                f"keys may not contain {TEMP_MARKER!r} or {APPEND_MARKER!r}, nor a "
+                f"segment {LOCK_DIR!r}", key=key)
         return self.root / key
 
     # -- reading: exactly the size a marker allows ----------------------------------------
@@ -309,6 +367,8 @@ class FilesystemStore(Store):
     def _erase_prefix(self, prefix: str) -> None:
         if not prefix:
             for child in list(self.root.iterdir()) if self.root.exists() else []:
+                if child.name == LOCK_DIR:
+                    continue    # other writers may hold locks in it right now
                 if child.is_dir() and not child.is_symlink():
                     shutil.rmtree(child, onerror=_tolerate_vanished)
                 else:
@@ -549,4 +609,7 @@ def _translate(error: OSError, key: str) -> KvzarrError:
                                key=key)
     if error.errno in (errno.ENOSPC, errno.EDQUOT):
         return StoreFullError("no space left on device; the key keeps its old value", key=key)
+    if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return StorePermissionError(f"the filesystem refused access: {error.strerror}; "
+                                    f"the key keeps its old value", key=key)
     return StoreError(f"filesystem error: {error.strerror or error}", key=key)

@@ -46,6 +46,7 @@ from typing import Any
 
 from .byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
 from ..errors import (ConflictError, InvalidKeyError, StoreError, StoreFullError,
+                      StorePermissionError,
                       UnsupportedOperationError, ValueTypeError)
 from .base import Capabilities, Store
 from .keys import check_key, prefix_successor
@@ -555,4 +556,7 @@ def _translate(error: OSError, path: str) -> StoreError:
     if error.errno in (errno.ENOSPC, errno.EDQUOT):
         return StoreFullError("no space left for the new archive; the old one is unchanged",
                               path=path)
+    if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return StorePermissionError(f"the filesystem refused access: {error.strerror}; "
+                                    f"the archive is unchanged", path=path)
     return StoreError(f"zip store I/O error: {error.strerror or error}", path=path)

@@ -231,6 +231,13 @@ class Transformer(Store):
     def append_policy(self) -> Any:
         return self.base.append_policy()
 
+    def key_lock(self, keys: Iterable[str]) -> Any:
+        self._check_writable()
+        return self.base.key_lock(keys)
+
+    def _key_lock(self, keys: Sequence[str]) -> Any:
+        return self.base.key_lock(keys)
+
     def _close(self) -> None:
         self.base.close()
 

@@ -37,7 +37,8 @@ from typing import Any, Iterator
 
 import lmdb
 
-from ...errors import ReadOnlyError, StoreConfigError, StoreError, StoreFullError
+from ...errors import (ReadOnlyError, StoreConfigError, StoreError, StoreFullError,
+                       StorePermissionError)
 from ...runtime.process import current_pid
 from .meta import MetaPages, check_data_file
 
@@ -99,6 +100,9 @@ def _translate(error: BaseException, *, key: str | None = None,
         return StoreError(f"the LMDB environment is damaged: {error}", key=key, path=path)
     if isinstance(error, LookupError):
         return StoreError(str(error), key=key, path=path)
+    if isinstance(error, OSError) and error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return StorePermissionError(f"the filesystem refused access to the LMDB files: "
+                                    f"{error.strerror}", key=key, path=path)
     if isinstance(error, OSError):
         return StoreError(f"LMDB file error: {error.strerror or error}", key=key, path=path)
     return StoreError(f"LMDB error: {error}", key=key, path=path)

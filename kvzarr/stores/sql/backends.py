@@ -22,6 +22,10 @@ Promises:
   (``pg_advisory_xact_lock``) before anything else, so writers of one store run one at a
   time; waiting for it is bounded by ``lock_timeout`` = ``busy_timeout`` and retried like
   SQLite's. A read transaction is ``REPEATABLE READ READ ONLY`` (one snapshot).
+* A connection the server closed (a restart, ``pg_terminate_backend``, a network cut) is
+  thrown away with every idle one, never reused: the operation that met it fails with a
+  StoreError (inside a transaction: the transaction is lost, nothing of it kept), except
+  a read or a BEGIN on an idle connection, which runs again on a new one.
 * :func:`translate` is the only place that maps driver exceptions to kvzarr errors.
 """
 
@@ -198,9 +202,51 @@ class Backend:
         else:
             self._discard(conn)
 
-    def discard(self, conn: Any) -> None:
-        """Give ``conn`` back to the pool, whose reset ends whatever it was doing."""
-        self._discard(conn)
+    def discard(self, conn: Any, error: BaseException | None = None) -> None:
+        """Give ``conn`` back to the pool, whose reset ends whatever it was doing; if
+        ``error`` says the server closed it, drop it (and the idle ones) instead."""
+        if error is not None and self.lost_connection(error, conn):
+            self.drop_dead(conn)
+        else:
+            self._discard(conn)
+
+    def lost_connection(self, error: BaseException, conn: Any) -> bool:
+        """Whether ``error`` means the connection is gone (the server closed it: a
+        restart, ``pg_terminate_backend``, a network cut), by the dialect's own test."""
+        if isinstance(error, KvzarrError):     # translated: the driver's error is the cause
+            error = error.__cause__
+        if not isinstance(error, self.errors[0]):
+            return False
+        try:
+            return bool(self.engine.dialect.is_disconnect(
+                error, getattr(conn, "dbapi_connection", conn), None))
+        except Exception:
+            return False
+
+    def drop_dead(self, conn: Any) -> None:
+        """Throw away a connection the server closed, and every idle one with it (what
+        closed one usually closed all: a restart); the next use connects afresh."""
+        conn.invalidate()
+        idle, self._idle = self._idle, []
+        for other in idle:
+            other.invalidate()
+
+    def outside_transaction(self, work: Callable[[Any], Any]) -> Any:
+        """``work(cursor)`` (a read) on an idle connection outside any transaction. A
+        connection the server closed since its last use is thrown away and the read runs
+        again on a new one: nothing was done on the dead one."""
+        for attempt in range(2):
+            conn = self.acquire()
+            try:
+                result = work(conn.cursor())
+            except BaseException as e:
+                lost = self.lost_connection(e, conn)
+                self.discard(conn, e)
+                if attempt == 0 and lost:
+                    continue
+                raise
+            self.release(conn)
+            return result
 
     def dispose(self) -> None:
         """Close every connection (the store is closing)."""
@@ -218,24 +264,30 @@ class Backend:
         """A transaction on a connection of its own. ``read_counter`` (PostgreSQL, a
         read transaction): read the change counter in the snapshot, in the round trip
         of ``BEGIN``."""
-        conn = self.acquire()
-        counter = None
-        try:
-            cur = conn.cursor()
-            if write:
-                counter = self._retry(lambda: self._begin_write(cur), cur,
-                                      "starting a write transaction")
-            elif read_counter and self.counter is not None:
-                cur.execute(f"{self.begin_read_sql}; {self.counter.read_sql}")
-                counter = self.counter.parse(self._last_row(cur))
-            else:
-                cur.execute(self.begin_read_sql)
-        except BaseException as e:
-            self._discard(conn)
-            if isinstance(e, self.errors):
-                raise translate(e, path=self.display, during="starting a transaction") from e
-            raise
-        return Txn(conn, cur, write, counter)
+        for attempt in range(2):
+            conn = self.acquire()
+            counter = None
+            try:
+                cur = conn.cursor()
+                if write:
+                    counter = self._retry(lambda: self._begin_write(cur), cur,
+                                          "starting a write transaction", conn)
+                elif read_counter and self.counter is not None:
+                    cur.execute(f"{self.begin_read_sql}; {self.counter.read_sql}")
+                    counter = self.counter.parse(self._last_row(cur))
+                else:
+                    cur.execute(self.begin_read_sql)
+            except BaseException as e:
+                lost = self.lost_connection(e, conn)
+                self.discard(conn, e)
+                if attempt == 0 and lost:
+                    continue        # an idle connection the server closed: take a new one
+                if isinstance(e, self.errors):
+                    raise translate(e, path=self.display,
+                                    during="starting a transaction") from e
+                raise
+            return Txn(conn, cur, write, counter)
+        raise AssertionError("unreachable")
 
     def commit(self, txn: Txn, after: Callable[[Any], None] | None = None) -> None:
         """Commit ``txn``; ``after(cursor)`` runs on its connection once the commit is
@@ -246,7 +298,7 @@ class Backend:
             else:
                 self._commit_statement(txn)
         except BaseException as e:
-            self.rollback(txn)
+            self.rollback(txn, e)
             if isinstance(e, self.errors):
                 raise translate(e, path=self.display, during="committing") from e
             raise
@@ -261,13 +313,17 @@ class Backend:
     def _commit_statement(self, txn: Txn) -> None:
         txn.cur.execute("COMMIT")
 
-    def rollback(self, txn: Txn) -> None:
+    def rollback(self, txn: Txn, error: BaseException | None = None) -> None:
+        """End ``txn`` without keeping anything; ``error`` is what ended it, if known."""
+        if error is not None and self.lost_connection(error, txn.conn):
+            self.drop_dead(txn.conn)    # nothing to roll back: the server did
+            return
         try:
             txn.cur.execute("ROLLBACK")
-        except self.errors:
+        except self.errors as e:
             # the engine may have rolled back already (e.g. after SQLITE_FULL); the pool's
             # reset ends anything left
-            self._discard(txn.conn)
+            self.discard(txn.conn, e)
             return
         self.release(txn.conn)
 
@@ -285,7 +341,8 @@ class Backend:
         except self.errors:
             conn.invalidate()
 
-    def _retry(self, attempt: Callable[[], Any], cur: Any, during: str) -> Any:
+    def _retry(self, attempt: Callable[[], Any], cur: Any, during: str,
+               conn: Any = None) -> Any:
         """Run ``attempt`` until it succeeds (returning what it returns); on a lock
         conflict back off exponentially and try again, ``retries`` times, then raise
         :class:`ConflictError`."""
@@ -294,6 +351,8 @@ class Backend:
                 return attempt()
             except self.errors as e:
                 err = translate(e, path=self.display, during=during, attempts=n + 1)
+                if conn is not None and self.lost_connection(e, conn):
+                    raise err from e              # no connection left to reset
                 if cur is not None:
                     self._reset(cur)
                 if not isinstance(err, ConflictError) or n == self.retries:
@@ -429,7 +488,9 @@ class PostgresBackend(Backend):
         if url.drivername == "postgresql":
             url = url.set(drivername=f"postgresql+{_default_pg_driver()}")
         try:
-            engine = sa.create_engine(url, pool_size=5, max_overflow=-1)
+            # pre-ping: a pooled connection the server closed is replaced on checkout (a
+            # round trip per checkout, rare: connections stay checked out between uses)
+            engine = sa.create_engine(url, pool_size=5, max_overflow=-1, pool_pre_ping=True)
         except ImportError as e:
             raise StoreError(f"the PostgreSQL driver is not installed: {e}", path=display,
                              hint="pip install psycopg2-binary (or psycopg)") from e

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
@@ -197,7 +198,9 @@ class SQLStore(Store):
         return token if counter.supported else None
 
     def _abort(self, handle: Txn) -> None:
-        self._backend.rollback(handle)
+        # runs with the exception that ends the transaction current: a lost connection
+        # is dropped instead of rolled back (the server rolled it back)
+        self._backend.rollback(handle, sys.exc_info()[1])
 
     def _fetch_one(self, sql: str, params: Sequence[Any], key: str | None = None) -> Any:
         """The row of a read statement that returns at most one (a primary-key lookup, a
@@ -211,17 +214,11 @@ class SQLStore(Store):
                 cur = txn.cur
                 cur.execute(sql, params)
                 return cur.fetchone()
-            backend = self._backend
-            conn = backend.acquire()
-            try:
-                cur = conn.cursor()
+            def fetch(cur: Any) -> Any:
                 cur.execute(sql, params)
-                row = cur.fetchone()
-            except BaseException:
-                backend.discard(conn)
-                raise
-            backend.release(conn)
-            return row
+                return cur.fetchone()
+            # a connection the server closed while idle is replaced, the read run again
+            return self._backend.outside_transaction(fetch)
         except self._errors as e:
             raise translate(e, key=key, path=self._backend.display) from e
 
@@ -237,8 +234,8 @@ class SQLStore(Store):
             conn = self._backend.acquire()
             try:
                 yield conn.cursor()
-            except BaseException:
-                self._backend.discard(conn)
+            except BaseException as e:
+                self._backend.discard(conn, e)   # a dead connection is dropped
                 raise
             self._backend.release(conn)
         except self._errors as e:
@@ -261,7 +258,7 @@ class SQLStore(Store):
         try:
             yield txn.cur
         except BaseException as e:
-            self._backend.rollback(txn)
+            self._backend.rollback(txn, e)
             if isinstance(e, self._errors):
                 raise translate(e, key=key, path=self._backend.display) from e
             raise
