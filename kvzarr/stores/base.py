@@ -39,7 +39,6 @@ A storage transformer (:mod:`kvzarr.transformers`) is a Store too, wrapping anot
 
 from __future__ import annotations
 
-import operator
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable, Iterator, Sequence
@@ -49,7 +48,7 @@ from typing import Any
 
 from ..errors import (InvalidByteRangeError, ReadOnlyError, UnsupportedOperationError,
                       ValueTypeError)
-from .byteranges import MAX_OFFSET, ByteRequest, apply_byte_request, check_request
+from .byteranges import ByteRequest, apply_byte_request, check_request, check_write_offset
 from .keys import check_key, check_prefix, valid_children, valid_keys
 
 
@@ -287,13 +286,10 @@ class Store(ABC):
             raise UnsupportedOperationError(
                 f"{type(self).__name__} does not support partial writes")
         kb, sb = self.max_key_bytes, self.max_segment_bytes
-        items = [(check_key(k, kb, sb), _write_offset(o, k), _as_bytes(v))
-                 for k, o, v in key_start_values]
-        for key, offset, value in items:
-            if offset + len(value) > MAX_OFFSET:
-                raise InvalidByteRangeError(
-                    f"a write at offset {offset} would end past {MAX_OFFSET}, the largest "
-                    f"size of a value", key=key)
+        items = []
+        for k, o, v in key_start_values:
+            key, value = check_key(k, kb, sb), _as_bytes(v)
+            items.append((key, check_write_offset(o, len(value), key), value))
         # each item is a read-modify-write: held under the key lock where there is one
         with self._key_lock([k for k, _, _ in items]), self.transaction():
             for key, offset, value in items:
@@ -458,22 +454,6 @@ class Store(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
-
-
-def _write_offset(offset: Any, key: str) -> int:
-    """The offset of a partial write as a plain int >= 0, or InvalidByteRangeError."""
-    if type(offset) is not int:
-        if isinstance(offset, bool):
-            raise InvalidByteRangeError(f"a write offset must be an integer, not {offset!r}",
-                                        key=key)
-        try:
-            offset = operator.index(offset)
-        except TypeError:
-            raise InvalidByteRangeError(f"a write offset must be an integer, not "
-                                        f"{type(offset).__name__}", key=key) from None
-    if offset < 0:
-        raise InvalidByteRangeError(f"negative offset {offset}", key=key)
-    return offset
 
 
 class Transaction:

@@ -86,6 +86,28 @@ ByteRequest = Union[RangeRequest, OffsetRequest, SuffixRequest]
 _KINDS = (RangeRequest, OffsetRequest, SuffixRequest)
 
 
+def check_write_offset(offset: Any, length: int, key: str) -> int:
+    """The offset of a partial write of ``length`` bytes as a plain int, or
+    :class:`InvalidByteRangeError`: not an integer (or a bool), negative, or a write that
+    would end past :data:`MAX_OFFSET` (no value can be that long; checked before any
+    store builds or pads a value that size)."""
+    if type(offset) is not int:
+        if isinstance(offset, bool):
+            raise InvalidByteRangeError(f"a write offset must be an integer, not {offset!r}",
+                                        key=key)
+        try:
+            offset = operator.index(offset)
+        except TypeError:
+            raise InvalidByteRangeError(f"a write offset must be an integer, not "
+                                        f"{type(offset).__name__}", key=key) from None
+    if offset < 0:
+        raise InvalidByteRangeError(f"negative offset {offset}", key=key)
+    if offset + length > MAX_OFFSET:
+        raise InvalidByteRangeError(f"a write at offset {offset} would end past "
+                                    f"{MAX_OFFSET}, the largest size of a value", key=key)
+    return offset
+
+
 def check_request(request: Any) -> ByteRequest | None:
     """``request`` if it is a byte request or None (the whole value), else
     :class:`ValueTypeError`: what every store checks at its boundary, before any I/O."""

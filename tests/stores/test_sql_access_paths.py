@@ -22,7 +22,7 @@ import pytest
 from sqlalchemy import event
 
 from kvzarr.stores.byteranges import OffsetRequest, RangeRequest, SuffixRequest, apply_byte_request
-from kvzarr.errors import InvalidKeyError
+from kvzarr.errors import InvalidKeyError, InvalidStoredKeyWarning
 from kvzarr.stores.sql import SQLStore
 
 PG_URL = os.environ.get("KVZARR_TEST_POSTGRES_URL")
@@ -145,7 +145,10 @@ def test_keys_and_values_another_program_wrote(tmp_path: Path) -> None:
         db.executemany("INSERT INTO zarr VALUES (?, x'00')", [(k,) for k in keys])
         db.execute("INSERT INTO zarr VALUES ('n', NULL)")  # zarr-python 2's table allows it
     with SQLStore(path) as store:
-        assert list(store.list_dir("")) == ["a\\b", "c\\d/", "g/", "m/", "n"]
+        # keys with a backslash are not valid keys: left out, with a warning, after the
+        # page that holds them was cut key by key
+        with pytest.warns(InvalidStoredKeyWarning):
+            assert list(store.list_dir("")) == ["g/", "m/", "n"]
         assert store.get("n") == b"" and store.get_many(["n"]) == [b""]
         assert store.get_many(["g/h", "n", "none", "g/h"]) == [b"\x00", b"", None, b"\x00"]
         assert list(store.list_dir("m/")) == [f"{i:03d}/" for i in range(300)]

@@ -12,10 +12,10 @@ from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ...errors import InvalidByteRangeError, UnsupportedOperationError
+from ...errors import UnsupportedOperationError
 from ...runtime import workers
 from ...stores.base import _as_buffer, _as_bytes
-from ...stores.byteranges import RangeRequest
+from ...stores.byteranges import RangeRequest, check_write_offset
 from . import record as rec
 from .checks import BadRecord, Found, decode_found, mismatch_error, record_error
 from .record import STATE_ABSENT, STATE_UNPROTECTED, UNPROTECTED, Mismatch, Record, State
@@ -215,10 +215,10 @@ class Writes:
         if not self.capabilities.partial_writes:
             raise UnsupportedOperationError(
                 f"{self.base!r} does not support partial writes")
-        items = [(self._key(k), int(o), _as_bytes(v)) for k, o, v in key_start_values]
-        for key, offset, _ in items:
-            if offset < 0:
-                raise InvalidByteRangeError(f"negative offset {offset}", key=key)
+        items = []
+        for k, o, v in key_start_values:
+            key, value = self._key(k), _as_bytes(v)
+            items.append((key, check_write_offset(o, len(value), key), value))
         if not items:
             return
         by_key: dict[str, list[tuple[int, bytes]]] = {}
