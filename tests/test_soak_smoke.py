@@ -1,9 +1,7 @@
-"""The soak (benchmarks/soak.py) cannot rot: a few seconds of it on every store find no
-lost update, and its checker does catch one that is planted."""
+"""The soak (benchmarks/soak.py) cannot rot: a few seconds of it find no lost update, and
+its checker does catch one that is planted."""
 
 from __future__ import annotations
-
-import os
 
 import numpy as np
 import pytest
@@ -11,19 +9,11 @@ import pytest
 from benchmarks import soak
 
 
-def _kinds() -> list[str]:
-    kinds = ["lmdb", "sqlite", "directory"]
-    if os.environ.get("KVZARR_TEST_POSTGRES_URL"):
-        kinds.append("postgresql")
-    return kinds
-
-
-def test_a_short_soak_loses_nothing(tmp_path, monkeypatch):
-    url = os.environ.get("KVZARR_TEST_POSTGRES_URL")
-    if url:
-        monkeypatch.setenv(soak.POSTGRES_URL, url)
-    for kind in _kinds():
-        result = soak.soak_store(kind, procs=2, seconds=1.5, check_every=0.5, seed=1,
+def test_a_short_soak_loses_nothing(tmp_path):
+    # two stores keep it to a few seconds: the one with key locks and a transactional one
+    # (the lead's long runs cover every store)
+    for kind in ("directory", "sqlite"):
+        result = soak.soak_store(kind, procs=2, seconds=1.2, check_every=0.4, seed=1,
                                  workdir=str(tmp_path))
         assert not soak.broken(result), soak.format_result(result)
         assert result["operations"] > 20 and result["self_checks"] >= 2, result
