@@ -38,13 +38,13 @@ import numcodecs.blosc as _nc_blosc
 from ..errors import CodecError, MetadataError
 from . import blosc_blocks
 from .base import BytesBytesCodec, ChunkArraySpec
-from .bounds import compressed_bound, too_big
+from .bounds import compressed_bound
+from .decoders import unblosc
 from .registry import register_codec
 
 CNAMES = ("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")
 SHUFFLES = ("noshuffle", "shuffle", "bitshuffle")
 _SHUFFLE_INT = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
-_HEADER_SIZE = 16  # version, versionlz, flags, typesize, nbytes, blocksize, cbytes
 
 # numcodecs picks blosc's threaded global context when called from the main thread unless
 # told otherwise; zarr-python makes the same setting. Respect a user's explicit choice.
@@ -119,28 +119,6 @@ class BloscCodec(BytesBytesCodec):
 
     def max_encoded_size(self, size: int | None) -> int | None:
         return None if size is None else compressed_bound(size)
-
-
-def unblosc(data: Any, max_size: int | None) -> bytes:
-    """The content of one Blosc 1 frame, at most ``max_size`` bytes."""
-    view = memoryview(data).cast("B")
-    # blosc trusts the header's compressed size and would read past the end of a
-    # truncated buffer: check it against the real length first
-    if view.nbytes < _HEADER_SIZE:
-        raise CodecError(f"blosc data has {view.nbytes} bytes, shorter than its header")
-    cbytes = int.from_bytes(view[12:16], "little")
-    if cbytes != view.nbytes:
-        raise CodecError(f"blosc header gives {cbytes} compressed bytes, the data has "
-                         f"{view.nbytes} (truncated or corrupt)")
-    nbytes = int.from_bytes(view[4:8], "little")
-    if max_size is not None and nbytes > max_size:
-        raise too_big("blosc data", nbytes, max_size, declared=True)
-    if nbytes == 0:
-        return b""  # numcodecs fails on the empty buffers it writes itself
-    try:
-        return _nc_blosc.decompress(view)
-    except Exception as e:
-        raise CodecError(f"corrupt blosc data: {e}") from e
 
 
 def _parse_typesize(value: Any) -> int:

@@ -27,9 +27,10 @@ import struct
 import zlib
 from typing import Any
 
-from ..errors import CodecError, MetadataError
+from ..errors import MetadataError
 from .base import BytesBytesCodec, ChunkArraySpec
-from .bounds import compressed_bound, inflate
+from .bounds import compressed_bound
+from .decoders import gunzip
 from .registry import register_codec
 
 # magic, CM=deflate, FLG=0 (no name), MTIME=0; XFL and OS follow
@@ -81,22 +82,6 @@ class GzipCodec(BytesBytesCodec):
 
     def max_encoded_size(self, size: int | None) -> int | None:
         return None if size is None else compressed_bound(size)
-
-
-def gunzip(data: Any, max_size: int | None) -> bytes:
-    """The bytes of the gzip members in ``data``, at most ``max_size`` of them
-    (:class:`DecodedSizeError` past it: zlib stops there, nothing more is inflated)."""
-    view = memoryview(data).cast("B")
-    if view.nbytes == 0:
-        raise CodecError("empty gzip data")
-    try:
-        return inflate(_gzip_stream, view, max_size, "gzip data", True)
-    except zlib.error as e:
-        raise CodecError(f"corrupt gzip data: {e}") from e
-
-
-def _gzip_stream() -> Any:
-    return zlib.decompressobj(16 + zlib.MAX_WBITS)
 
 
 def _parse_level(level: Any) -> int:

@@ -45,10 +45,8 @@ from ..errors import (ChecksumMismatchError, CodecError, KvzarrError, MetadataEr
                       UnsupportedExtensionError)
 from ..metadata.dtypes import data_type_from_numpy
 from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkArraySpec, Codec
-from .blosc import unblosc
 from .bounds import compressed_bound, inflate, too_big
-from .gzip import gunzip
-from .zstd import unzstd
+from .decoders import gunzip, unblosc, unzstd
 
 PREFIX = "numcodecs."
 

@@ -19,7 +19,7 @@ import pytest
 
 import kvzarr
 from kvzarr.codecs.bounds import compressed_bound
-from kvzarr.codecs.zstd import declared_size
+from kvzarr.codecs.decoders import declared_size
 from kvzarr.errors import CodecError, DecodedSizeError
 from tests.fuzz.bombs import GiB, MiB, blosc_bomb, gzip_bomb, zlib_bomb, zstd_bomb
 
