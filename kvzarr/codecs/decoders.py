@@ -59,10 +59,7 @@ def unzstd(data: Any, max_size: int | None) -> bytes:
 
 def _stream_bounded(data: Any, max_size: int) -> bytes:
     """Frames without a content size, at most ``max_size`` bytes of them."""
-    try:
-        import zstandard
-    except ImportError:     # no bounded streaming API at hand: inflate, then check
-        return _nc_zstd.decompress(data)
+    import zstandard    # a dependency; imported on the rare path that needs it
     reader = zstandard.ZstdDecompressor().stream_reader(bytes(data), read_across_frames=True)
     parts, size = [], 0
     while size <= max_size:          # read() may return less than asked: until the end

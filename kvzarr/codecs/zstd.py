@@ -22,9 +22,8 @@ Promises:
   libzstd then decodes into a buffer of the declared size and fails on any frame that
   holds more than it declares. A frame without a content size (rare: streaming
   writers) is streamed by ``zstandard`` (``stream_reader().read(limit + 1)``,
-  https://python-zstandard.readthedocs.io/en/latest/decompressor.html) when that is
-  installed; without it (and only then) such a frame is inflated whole and checked
-  after.
+  https://python-zstandard.readthedocs.io/en/latest/decompressor.html), so it too
+  stops at the bound.
 """
 
 from __future__ import annotations
