@@ -25,7 +25,10 @@ _ABOVE_STORES = ["kvzarr.codecs", "kvzarr.grid", "kvzarr.indexing", "kvzarr.arra
 FORBIDDEN = {
     "kvzarr.runtime": ["kvzarr.stores", "kvzarr.transformers", *_ABOVE_STORES],
     "kvzarr.stores": ["kvzarr.transformers", *_ABOVE_STORES],
-    "kvzarr.transformers": _ABOVE_STORES,
+    # transformers see stores through the interface only, never a backend
+    "kvzarr.transformers": [*_ABOVE_STORES, "kvzarr.stores.lmdb", "kvzarr.stores.sql",
+                            "kvzarr.stores.zip", "kvzarr.stores.filesystem",
+                            "kvzarr.stores.memory", "kvzarr.stores.url"],
     "kvzarr.codecs": ["kvzarr.stores.base", "kvzarr.stores.lmdb", "kvzarr.stores.sql",
                       "kvzarr.stores.zip", "kvzarr.stores.filesystem", "kvzarr.stores.memory",
                       "kvzarr.stores.url", "kvzarr.transformers", "kvzarr.array",

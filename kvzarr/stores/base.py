@@ -267,12 +267,12 @@ class Store(ABC):
 
     def set(self, key: str, value: bytes) -> None:
         self._check_writable()
-        self._set(check_key(key, self.max_key_bytes, self.max_segment_bytes), _as_bytes(value))
+        self._set(check_key(key, self.max_key_bytes, self.max_segment_bytes), as_bytes(value))
 
     def set_many(self, items: Iterable[tuple[str, bytes]]) -> None:
         """Store several values in one write transaction."""
         self._check_writable()
-        value_of = _as_buffer if self.copies_values else _as_bytes
+        value_of = as_buffer if self.copies_values else as_bytes
         kb, sb = self.max_key_bytes, self.max_segment_bytes
         checked = [(check_key(k, kb, sb), value_of(v)) for k, v in items]
         with self.transaction():
@@ -288,7 +288,7 @@ class Store(ABC):
         kb, sb = self.max_key_bytes, self.max_segment_bytes
         items = []
         for k, o, v in key_start_values:
-            key, value = check_key(k, kb, sb), _as_bytes(v)
+            key, value = check_key(k, kb, sb), as_bytes(v)
             items.append((key, check_write_offset(o, len(value), key), value))
         # each item is a read-modify-write: held under the key lock where there is one
         with self._key_lock([k for k, _, _ in items]), self.transaction():
@@ -311,7 +311,7 @@ class Store(ABC):
                 or expected_size < 0:
             raise InvalidByteRangeError(f"expected_size must be an integer >= 0, not "
                                         f"{expected_size!r}", key=key)
-        self._append(key, _as_bytes(data), expected_size)
+        self._append(key, as_bytes(data), expected_size)
 
     def key_lock(self, keys: Iterable[str]) -> AbstractContextManager[None]:
         """``with store.key_lock(keys):`` holds an exclusive, advisory lock on each key
@@ -516,17 +516,20 @@ class _TxnState(threading.local):
     handle: Any = None
 
 
-def _as_buffer(value: Any) -> Any:
+def as_buffer(value: Any) -> Any:
     """``value`` as bytes or a read-only, one-dimensional byte memoryview (no copy);
     writable buffers are copied, since the caller could change them before the
     transaction ends."""
     if type(value) is memoryview and value.readonly and value.ndim == 1 \
             and value.itemsize == 1 and value.c_contiguous:
         return value
-    return _as_bytes(value)
+    return as_bytes(value)
 
 
-def _as_bytes(value: Any) -> bytes:
+def as_bytes(value: Any) -> bytes:
+    """``value`` (any bytes-like object) as bytes, copied only when it is not bytes;
+    ValueTypeError for anything else. Public with :func:`as_buffer`: transformers that
+    take values apply the same coercion as the stores."""
     if isinstance(value, bytes):
         return value
     if isinstance(value, (bytearray, memoryview)):

@@ -14,7 +14,7 @@ from typing import Any
 
 from ...errors import UnsupportedOperationError
 from ...runtime import workers
-from ...stores.base import _as_buffer, _as_bytes
+from ...stores.base import as_buffer, as_bytes
 from ...stores.byteranges import RangeRequest, check_write_offset
 from . import record as rec
 from .checks import BadRecord, Found, decode_found, mismatch_error, record_error
@@ -37,7 +37,7 @@ class Writes:
 
     def set_many(self, items: Iterable[tuple[str, bytes]]) -> None:
         self._check_writable()
-        value_of = _as_buffer if self.copies_values else _as_bytes
+        value_of = as_buffer if self.copies_values else as_bytes
         self._write_values([(self._key(k), value_of(v)) for k, v in items])
 
     def _states(self, values: Sequence[Any]) -> list[State]:
@@ -217,7 +217,7 @@ class Writes:
                 f"{self.base!r} does not support partial writes")
         items = []
         for k, o, v in key_start_values:
-            key, value = self._key(k), _as_bytes(v)
+            key, value = self._key(k), as_bytes(v)
             items.append((key, check_write_offset(o, len(value), key), value))
         if not items:
             return
