@@ -27,7 +27,7 @@ from .errors import ArrayIndexError, MetadataError, ShapeMismatchError
 from .indexing import (BasicIndexer, BlockIndexer, CoordinateIndexer, Indexer, MaskIndexer,
                        OrthogonalIndexer, classify_selection)
 from .runtime.memo import BoundedMemo
-from .metadata.v3 import ArrayMetadata
+from .metadata.v3 import ArrayMetadata, parse_node_metadata
 from .grid import chunk_grid_to_json
 from .node import Node
 from .engine.point_reads import PointReader
@@ -361,23 +361,43 @@ class Array(Node):
             self._rewrite_metadata(edit)
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
-        """Grow along ``axis`` and write ``data`` into the new part; returns the new shape."""
+        """Grow along ``axis`` and write ``data`` into the new part; returns the new shape.
+
+        The growth is a read-modify-write of the stored ``zarr.json``, not of this handle's
+        copy: writers in other processes appending to the same array each get their own
+        region (on a store with transactions the growth and the data commit together; on
+        a directory the growth holds the document's key lock, and the region then reads
+        as fill values until its data lands)."""
         data = np.asanyarray(_materialize(data))
-        if (data.ndim != self.ndim or not 0 <= axis < self.ndim
-                or any(d != s for i, (d, s) in enumerate(zip(data.shape, self.shape))
-                       if i != axis)):
+        if data.ndim != self.ndim or not 0 <= axis < self.ndim:
             raise ShapeMismatchError(
                 f"shape of data to append {data.shape} is not compatible with the array's "
                 f"shape {self.shape} along axis {axis}")
-        old = self.shape
-        new_shape = tuple(s + data.shape[axis] if i == axis else s for i, s in enumerate(old))
-        with self.store.transaction():
-            self.resize(new_shape)
-            sel = tuple(slice(old[axis], None) if i == axis else slice(None)
-                        for i in range(self.ndim))
-            self[sel] = data
-        return new_shape
+        grown: list[tuple[int, ...]] = []
 
+        def edit(doc: dict[str, Any]) -> None:
+            current = parse_node_metadata(doc, self.name)     # the shape as stored now
+            if not isinstance(current, ArrayMetadata):
+                raise MetadataError("the node is no longer an array", path=self.name)
+            old = current.shape
+            if any(d != s for i, (d, s) in enumerate(zip(data.shape, old)) if i != axis):
+                raise ShapeMismatchError(
+                    f"shape of data to append {data.shape} is not compatible with the "
+                    f"array's shape {old} along axis {axis}")
+            new = tuple(s + data.shape[axis] if i == axis else s for i, s in enumerate(old))
+            doc["shape"] = list(new)
+            if current.chunk_grid_name != "regular":
+                doc["chunk_grid"] = chunk_grid_to_json(current.chunk_grid.with_shape(new),
+                                                       current.chunk_grid_name)
+            grown.append(old)
+
+        with self.store.transaction():
+            self._rewrite_metadata(edit)
+            old = grown[-1]
+            sel = tuple(slice(old[axis], old[axis] + data.shape[axis]) if i == axis
+                        else slice(None) for i in range(self.ndim))
+            self[sel] = data
+        return self.shape
 
 class _OIndex:
     def __init__(self, array: Array) -> None:

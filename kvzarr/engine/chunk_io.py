@@ -25,6 +25,7 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -246,6 +247,8 @@ class ChunkIO:
         if box is None:
             projections = list(indexer)
             boxes: list[list[range]] = []
+            if self._key_lock is not None:
+                projections = [self._keeping_past_edge(p, values) for p in projections]
         else:
             projections = list(indexer.projections_outside(box))
             boxes = list(plain_chunks.slabs(box, self._nbytes_plain(), _AHEAD_BYTES))
@@ -285,6 +288,17 @@ class ChunkIO:
                     batch, batch_bytes = [], 0
             if batch:
                 self._write_batch(batch, batch_bytes, values)
+
+    def _keeping_past_edge(self, p: ChunkProjection, values: np.ndarray) -> ChunkProjection:
+        """``p``, made a read-modify-write when it covers only the part of an edge chunk
+        inside this handle's shape. Without transactions another process may have grown
+        the array (an append) and written past that edge already: its elements are kept,
+        not overwritten with fill values. (Inside a transaction the shape read is the
+        shape stored, so nothing lies past the edge.)"""
+        if p.is_complete_chunk and \
+                values[p.out_selection].size != math.prod(self.spec(p.chunk_coords).shape):
+            return replace(p, is_complete_chunk=False)
+        return p
 
     def _nbytes(self, p: ChunkProjection) -> int:
         return math.prod(self.spec(p.chunk_coords).shape) * max(self.dtype.itemsize, 8)
