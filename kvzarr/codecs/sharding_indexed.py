@@ -399,13 +399,15 @@ class ShardingCodec(ArrayBytesCodec):
         shard has gone."""
         if not ids:
             return []
-        ranges = [RangeRequest(*index.range(i)) for i in ids]
-        for i, r in zip(ids, ranges):
+        spans = [index.range(i) for i in ids]
+        for i, (start, end) in zip(ids, spans):
             # no stored value reaches past 2**63 bytes: an entry that does is forged or
-            # corrupt, and is refused before a store is asked for it
-            if r.end > _MAX_VALUE_SIZE:
-                raise CodecError(f"shard index entry {i} spans bytes [{r.start}, {r.end}), "
+            # corrupt, and is refused before a store is asked for it (checked on the
+            # index's numbers: a RangeRequest would clip them to 2**63 - 1)
+            if end > _MAX_VALUE_SIZE:
+                raise CodecError(f"shard index entry {i} spans bytes [{start}, {end}), "
                                  f"past any possible shard", key=key)
+        ranges = [RangeRequest(start, end) for start, end in spans]
         got = source.get_ranges(ranges)
         if got is None:
             return None

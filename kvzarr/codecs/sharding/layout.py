@@ -228,7 +228,7 @@ class ShardIndex:
 
     def range(self, flat_id: int) -> tuple[int, int]:
         """``(start, end)`` of a present inner chunk."""
-        off, nb = (int(v) for v in self.entries[flat_id])
+        off, nb = self.entries[flat_id].tolist()      # plain ints, no uint64 overflow
         return off, off + nb
 
     def check_bounds(self, size: int) -> None:
