@@ -46,7 +46,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import (InvalidByteRangeError, ReadOnlyError, UnsupportedOperationError,
+from ..errors import (AppendConflictError, InvalidByteRangeError, ReadOnlyError, UnsupportedOperationError,
                       ValueTypeError)
 from .byteranges import ByteRequest, apply_byte_request, check_request, check_write_offset
 from .keys import check_key, check_prefix, valid_children, valid_keys
@@ -539,3 +539,16 @@ def as_bytes(value: Any) -> bytes:
     except TypeError:
         raise ValueTypeError(f"store values are bytes-like, not {type(value).__name__}"
                              ) from None
+
+
+def no_append_target(key: str) -> AppendConflictError:
+    """The error of an append to a value that does not exist (every backend's words)."""
+    return AppendConflictError("cannot append to a value that does not exist", key=key)
+
+
+def check_append_size(key: str, size: int, expected_size: int) -> None:
+    """The compare of a compare-and-append: AppendConflictError unless the value holds
+    exactly the ``expected_size`` bytes the caller read."""
+    if size != expected_size:
+        raise AppendConflictError(f"the value holds {size} bytes, not the {expected_size} "
+                                  f"the append expected", key=key)

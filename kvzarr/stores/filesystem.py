@@ -51,7 +51,7 @@ from ..errors import (AppendConflictError, InvalidKeyError, KvzarrError, StoreEr
                       StoreFullError, StorePermissionError, UnsupportedOperationError)
 from .byteranges import ByteRequest, request_span
 from ..runtime import workers
-from .base import Capabilities, Store
+from .base import Capabilities, Store, check_append_size, no_append_target
 from .keylocks import KeyLockTable
 
 #: Temporary files carry this marker in their name; listings never show them.
@@ -249,8 +249,7 @@ class FilesystemStore(Store):
             try:
                 fd = os.open(path, os.O_RDWR)
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-                raise AppendConflictError("cannot append to a value that does not exist",
-                                          key=key) from None
+                raise no_append_target(key) from None
             except PermissionError as e:
                 raise UnsupportedOperationError(
                     "the file cannot be opened for writing in place", key=key) from e
@@ -267,13 +266,9 @@ class FilesystemStore(Store):
                 if (now.st_ino, now.st_dev) != (st.st_ino, st.st_dev):
                     continue          # a set replaced the file meanwhile: append to that one
                 if not stat.S_ISREG(st.st_mode):
-                    raise AppendConflictError("cannot append to a value that does not exist",
-                                              key=key)
+                    raise no_append_target(key)
                 size = st.st_size if st.st_nlink == 1 else self._recover(path, fd, st, key)
-                if size != expected_size:
-                    raise AppendConflictError(
-                        f"the value holds {size} bytes, not the {expected_size} the append "
-                        f"expected", key=key)
+                check_append_size(key, size, expected_size)
                 if data:
                     self._append_marked(path, fd, size, data, key)
                 return

@@ -23,9 +23,8 @@ from typing import Any
 
 from sortedcontainers import SortedDict
 
-from ..errors import AppendConflictError
 from .byteranges import ByteRequest, apply_byte_request, request_span
-from .base import Capabilities, Store
+from .base import Capabilities, Store, check_append_size, no_append_target
 from .keys import prefix_successor
 from .overlay import DELETED, merged_keys
 
@@ -139,13 +138,9 @@ class MemoryStore(Store):
         with self._lock:   # the check and the write as one step (re-entrant in a transaction)
             value = self._stored(key)
             if value is None:
-                raise AppendConflictError("cannot append to a value that does not exist",
-                                          key=key)
+                raise no_append_target(key)
             size = len(value) if type(value) is bytes else value.size
-            if size != expected_size:
-                raise AppendConflictError(
-                    f"the value holds {size} bytes, not the {expected_size} the append "
-                    f"expected", key=key)
+            check_append_size(key, size, expected_size)
             if not data:
                 return
             parts = (value,) if type(value) is bytes else value.parts

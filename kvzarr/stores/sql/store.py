@@ -51,9 +51,9 @@ from dataclasses import replace
 from itertools import chain
 from typing import Any
 
-from ...errors import AppendConflictError, StoreError
+from ...errors import StoreError
 from ..byteranges import ByteRequest, check_request, request_span
-from ..base import Capabilities, Store
+from ..base import Capabilities, Store, check_append_size, no_append_target
 from ..keys import check_key, prefix_successor
 from .backends import Backend, Txn, open_backend, translate
 from .counter import PostgresCounter, SQLiteCounter
@@ -502,17 +502,13 @@ class SQLStore(Store):
             cur.execute(self._q.length, (key,))
             row = cur.fetchone()
             if row is None:
-                raise AppendConflictError("cannot append to a value that does not exist",
-                                          key=key)
+                raise no_append_target(key)
             size = int(row[0] or 0)
             plain = size > 0
             if not plain:                 # appended before, or empty
                 cur.execute(self._q.seg_size, (key,))
                 size = int(cur.fetchone()[0] or 0)
-            if size != expected_size:
-                raise AppendConflictError(
-                    f"the value holds {size} bytes, not the {expected_size} the append "
-                    f"expected", key=key)
+            check_append_size(key, size, expected_size)
             if not data:
                 return
             if plain:   # first append: the row's bytes become the first segment
