@@ -127,20 +127,7 @@ class KeyLockTable:
         return stripe.fd
 
     def _flock(self, fd: int, deadline: float | None) -> None:
-        if deadline is None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            return
-        delay = 0.0005
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise ConflictError("timed out waiting for another process's key lock",
-                                        hint="raise lock_timeout") from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.02)
+        flock_until(fd, deadline, "another process's key lock", 0.0005, 0.02)
 
     def _after_fork(self) -> None:
         """In a forked child: the inherited descriptors share the parent's locks; close
@@ -207,3 +194,25 @@ class _Held:
         while self.taken:
             self.taken -= 1
             table._release(self.stripes[self.taken])
+
+
+def flock_until(fd: int, deadline: float | None, holder: str, first_delay: float,
+                max_delay: float) -> None:
+    """An exclusive ``flock`` of ``fd``: blocking when ``deadline`` (a
+    ``time.monotonic()`` value) is None, else polled with a backoff from
+    ``first_delay`` to ``max_delay`` seconds, and ConflictError ("timed out waiting for
+    ``holder``") once the deadline has passed."""
+    if deadline is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return
+    delay = first_delay
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise ConflictError(f"timed out waiting for {holder}",
+                                    hint="raise lock_timeout") from None
+            time.sleep(delay)
+            delay = min(delay * 2, max_delay)

@@ -50,6 +50,7 @@ from ..errors import (ConflictError, InvalidKeyError, StoreError, StoreFullError
                       UnsupportedOperationError, ValueTypeError)
 from .base import Capabilities, Store
 from .keys import check_key, prefix_successor
+from .keylocks import flock_until
 from ..runtime.process import current_pid
 from .overlay import DELETED, merged_keys
 from .zipformat import (SIG_EOCD64, ZIP64_LIMIT, ArchiveFile, ArchiveWriter, Member,
@@ -376,20 +377,7 @@ class ZipStore(Store):
 
     @staticmethod
     def _flock(fd: int, deadline: float | None) -> None:
-        if deadline is None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            return
-        delay = 0.001
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise ConflictError("timed out waiting for another writer's commit",
-                                        hint="raise lock_timeout") from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.05)
+        flock_until(fd, deadline, "another writer's commit", 0.001, 0.05)
 
     def _release(self) -> None:
         try:
