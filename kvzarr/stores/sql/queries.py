@@ -230,11 +230,7 @@ class Queries:
 
     def delete_segments(self, cur: Any, keys: Iterable[str]) -> None:
         """Drop the segments of ``keys`` (their values are being replaced or erased)."""
-        unique = list(dict.fromkeys(keys))
-        head = f"DELETE FROM {self._s}"
-        for i in range(0, len(unique), BATCH):
-            part = unique[i:i + BATCH]
-            cur.execute(self._in_list(head, len(part)), part)
+        self._delete_keys(cur, self._s, keys)
 
     def get_many(self, cur: Any, keys: Sequence[str]) -> dict[str, Any]:
         if not keys:
@@ -293,8 +289,12 @@ class Queries:
         cur.execute(self.splice, (key, offset, value, offset, offset, value, end))
 
     def erase_many(self, cur: Any, keys: Iterable[str]) -> None:
+        self._delete_keys(cur, self._t, keys)
+
+    def _delete_keys(self, cur: Any, table: str, keys: Iterable[str]) -> None:
+        """``DELETE FROM table WHERE k IN (...)`` for ``keys``, once each, in batches."""
         unique = list(dict.fromkeys(keys))
-        head = f"DELETE FROM {self._t}"
+        head = f"DELETE FROM {table}"
         for i in range(0, len(unique), BATCH):
             part = unique[i:i + BATCH]
             cur.execute(self._in_list(head, len(part)), part)
