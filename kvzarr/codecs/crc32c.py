@@ -64,8 +64,10 @@ class Crc32cCodec(BytesBytesCodec):
     def decode_bounded(self, data: bytes, spec: ChunkArraySpec,
                        max_size: int | None) -> bytes:
         # the payload is a slice of the input: check its size before hashing it all
-        if max_size is not None and memoryview(data).nbytes - 4 > max_size:
-            raise too_big("crc32c data", memoryview(data).nbytes - 4, max_size)
+        if max_size is not None:
+            size = (len(data) if type(data) is bytes else memoryview(data).nbytes) - 4
+            if size > max_size:
+                raise too_big("crc32c data", size, max_size)
         return self.decode(data, spec)
 
     def encoded_size(self, size: int, spec: ChunkArraySpec) -> int | None:

@@ -13,7 +13,7 @@ import numcodecs.blosc as _nc_blosc
 import numcodecs.zstd as _nc_zstd
 
 from ..errors import CodecError, KvzarrError
-from .bounds import inflate, too_big
+from .bounds import clamp, inflate, too_big
 
 #: Blosc 1 header: version, versionlz, flags, typesize, nbytes, blocksize, cbytes
 _BLOSC_HEADER_SIZE = 16
@@ -26,6 +26,12 @@ def gunzip(data: Any, max_size: int | None) -> bytes:
     if view.nbytes == 0:
         raise CodecError("empty gzip data")
     try:
+        # the common case, one member and nothing after it, without inflate()'s loop
+        budget = clamp(max_size)
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        out = d.decompress(view, budget + 1)
+        if d.eof and not d.unused_data and len(out) <= budget:
+            return out
         return inflate(_gzip_stream, view, max_size, "gzip data", True)
     except zlib.error as e:
         raise CodecError(f"corrupt gzip data: {e}") from e
