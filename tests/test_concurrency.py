@@ -178,3 +178,51 @@ def test_processes_appending_to_one_array_lose_no_append(tmp_path, sharded):
         got = sorted(map(tuple, rows.tolist()))
         want = sorted((w, s, w * 1000 + s) for w in range(WRITERS) for s in range(APPENDS_EACH))
         assert got == want, f"{name}: rows lost or doubled"
+
+
+# -- a partial read of a shard while another process rewrites it -----------------------
+
+_VERSIONS = 6
+
+
+def _version(k: int) -> np.ndarray:
+    """Version ``k`` of a 64 x 64 array: values of a range that grows with ``k``, so the
+    gzip-compressed inner chunks change size (and the shard's offsets move) between
+    versions."""
+    rng = np.random.default_rng(k)
+    return rng.integers(0, 2 + 40 * k, (64, 64), dtype="uint16")
+
+
+def _rewriter(target, stop_event):
+    a = kvzarr.open_array(target, path="s")
+    k = 0
+    while not stop_event.is_set():
+        a[...] = _version(k % _VERSIONS)   # one whole-shard set: a new file renamed over it
+        k += 1
+
+
+def test_partial_shard_read_during_a_rewrite_sees_one_version_on_a_directory(tmp_path):
+    """Regression: on a directory, a tile read of a shard read the index from one file
+    and the inner chunks (each range opening the file anew) from whichever file a
+    concurrent writer had renamed over the key since: wrong offsets (CodecError) or a
+    tile mixing two versions. A read transaction now keeps the file it read open."""
+    target = str(tmp_path / "data.zarr")
+    a = kvzarr.create_array(target, name="s", shape=(64, 64), dtype="uint16",
+                            chunks=(8, 8), shards=(64, 64),
+                            compressors=[{"name": "gzip", "configuration": {"level": 1}}])
+    a[...] = _version(0)
+    versions = [_version(k) for k in range(_VERSIONS)]
+    stop = CONTEXT.Event()
+    proc = CONTEXT.Process(target=_rewriter, args=(target, stop))
+    proc.start()
+    try:
+        reads = 0
+        while reads < 3000 and proc.is_alive():
+            tile = a[4:28, 12:36]          # 9+ inner chunks of the one shard, not all of them
+            assert any(np.array_equal(tile, v[4:28, 12:36]) for v in versions), \
+                "a tile mixing versions of the shard"
+            reads += 1
+    finally:
+        stop.set()
+        proc.join(timeout=60)
+    assert proc.exitcode == 0

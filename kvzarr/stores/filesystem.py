@@ -4,7 +4,9 @@ Specification: stores/filesystem.md.
 
 Every write is atomic per key: the value goes to a temporary file in the key's directory
 and is renamed over the key, so a reader or a crash sees the old value or the new one,
-never a torn file. There is no atomicity across keys; ``transaction()`` only groups work.
+never a torn file. There is no atomicity across keys; a write ``transaction()`` only groups
+work, and a read transaction reads one version of each key (it keeps the files it reads
+open: a shard's index and its inner chunks come from the same file).
 
 ``key_lock(keys)`` is the advisory lock the chunk engine holds around every
 read-modify-write of a chunk, shard or ``zarr.json`` (no lost updates between writers in
@@ -37,6 +39,7 @@ import os
 import shutil
 import stat
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -66,6 +69,9 @@ LOCK_DIR = ".kvzarr-locks"
 _MARKERS = ".kvzarr-"
 #: an append that finds its file replaced by a set this many times in a row gives up
 _APPEND_ATTEMPTS = 3
+#: a read transaction keeps at most this many files open: the chunk engine finishes one
+#: shard's reads (index, then inner chunks) before it starts the next
+PINNED_FILES = 32
 
 
 def _hidden(name: str) -> bool:
@@ -97,6 +103,7 @@ class FilesystemStore(Store):
         if not key_locks and self.capabilities.key_locks:
             self.capabilities = replace(self.capabilities, key_locks=False)
         self.root = Path(root).absolute()
+        self._root_prefix = os.path.join(str(self.root), "")
         self.fsync = fsync
         if not read_only:
             try:
@@ -139,19 +146,24 @@ class FilesystemStore(Store):
         self._locks.close()
 
     def _path(self, key: str) -> Path:
+        return Path(self._file_name(key))
+
+    def _file_name(self, key: str) -> str:
+        """The key's file as a string: reads use it as is, since building a Path costs
+        more than the ``open`` itself (keys are checked: no ``..``, no leading ``/``)."""
         if _MARKERS in key and (TEMP_MARKER in key or APPEND_MARKER in key
                                 or LOCK_DIR in key.split("/")):
             raise InvalidKeyError(
                 f"keys may not contain {TEMP_MARKER!r} or {APPEND_MARKER!r}, nor a "
                 f"segment {LOCK_DIR!r}", key=key)
-        return self.root / key
+        return self._root_prefix + key
 
     # -- reading: exactly the size a marker allows ----------------------------------------
 
     def _open_value(self, key: str) -> tuple[int, int] | None:
         """An open descriptor of the key's file and the size of its value (the size
         before an unfinished append, see the module docstring); None if absent."""
-        path = self._path(key)
+        path = self._file_name(key)
         try:
             fd = os.open(path, os.O_RDONLY)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
@@ -164,7 +176,7 @@ class FilesystemStore(Store):
                 os.close(fd)
                 return None
             size = st.st_size if st.st_nlink == 1 else _size_before_append(
-                path, st, lambda: os.fstat(fd), key)
+                Path(path), st, lambda: os.fstat(fd), key)
         except BaseException as e:
             os.close(fd)
             if isinstance(e, OSError):
@@ -173,30 +185,61 @@ class FilesystemStore(Store):
         return fd, size
 
     def _get(self, key: str) -> bytes | None:
-        opened = self._open_value(key)
-        if opened is None:
-            return None
-        fd, size = opened
-        try:
-            return _pread_exactly(fd, size, 0)
-        except OSError as e:
-            raise _translate(e, key) from e
-        finally:
-            os.close(fd)
+        return self._read_value(key, lambda fd, size: _pread_exactly(fd, size, 0))
 
     def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
         request_span(request, 0)          # a bad request fails before the file is opened
-        opened = self._open_value(key)
-        if opened is None:
-            return None
-        fd, size = opened
-        try:
+
+        def read(fd: int, size: int) -> bytes:
             start, end = request_span(request, size)
             return _pread_exactly(fd, end - start, start)
+        return self._read_value(key, read)
+
+    def _read_value(self, key: str, read: Callable[[int, int], bytes]) -> bytes | None:
+        """``read(fd, size)`` of the key's value, None if absent. Inside a read
+        transaction the file stays open until the transaction ends (see :meth:`_begin`)."""
+        pins = self._current_transaction()
+        if pins is None:
+            opened = self._open_value(key)
+            if opened is None:
+                return None
+            fd, size = opened
+            try:
+                return read(fd, size)
+            except OSError as e:
+                raise _translate(e, key) from e
+            finally:
+                os.close(fd)
+        pinned = pins.get(key)
+        if pinned is None:
+            pinned = self._open_value(key)
+            if pinned is None:
+                return None
+            pins[key] = pinned
+            if len(pins) > PINNED_FILES:
+                os.close(pins.popitem(last=False)[1][0])
+        else:
+            pins.move_to_end(key)
+        try:
+            return read(*pinned)
         except OSError as e:
             raise _translate(e, key) from e
-        finally:
-            os.close(fd)
+
+    # -- read transactions: every read of a key sees one version of it ---------------------
+
+    def _begin(self, write: bool) -> Any:
+        """A read transaction keeps each file it reads open (the most recent
+        :data:`PINNED_FILES` of them), so every later read of that key in the transaction
+        reads the same file, at the size first seen: a shard's index and the inner chunks
+        it points to come from one version even while a writer renames a new shard over
+        it (a ``set``) or appends to it. A snapshot per key, not across keys."""
+        return None if write else OrderedDict()
+
+    def _commit(self, handle: Any) -> None:
+        while handle:
+            os.close(handle.popitem()[1][0])
+
+    _abort = _commit
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -382,14 +425,17 @@ class FilesystemStore(Store):
 
     def _exists(self, key: str) -> bool:
         try:
-            return stat.S_ISREG(os.stat(self._path(key)).st_mode)
+            return stat.S_ISREG(os.stat(self._file_name(key)).st_mode)
         except (FileNotFoundError, NotADirectoryError):
             return False
         except OSError as e:
             raise _translate(e, key) from e
 
     def _getsize(self, key: str) -> int | None:
-        path = self._path(key)
+        pins = self._current_transaction()
+        if pins and key in pins:
+            return pins[key][1]       # the size of the version this transaction reads
+        path = self._file_name(key)
         try:
             st = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
@@ -399,7 +445,7 @@ class FilesystemStore(Store):
         if not stat.S_ISREG(st.st_mode):
             return None
         return st.st_size if st.st_nlink == 1 else _size_before_append(
-            path, st, lambda: os.stat(path), key)
+            Path(path), st, lambda: os.stat(path), key)
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         # The keys under a prefix live under the directory named by the prefix up to its
