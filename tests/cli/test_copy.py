@@ -441,14 +441,18 @@ def test_cp_command_shows_progress_bars_on_a_terminal(tmp_path):
     with kvzarr.open_store(src) as store:
         populate(store)
     dst = str(tmp_path / "dst.lmdb")
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execv(sys.executable, [sys.executable, "-c", "import sys; from kvzarr.cli "
-                                  f"import main; sys.exit(main(['cp', {src!r}, {dst!r}]))"])
     import fcntl
     import struct
     import termios
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))  # 100 columns
+    pid, fd = pty.fork()
+    if pid == 0:   # the child, on the terminal: 100 columns before anything asks
+        try:
+            fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+            os.execv(sys.executable, [sys.executable, "-c", "import sys; from kvzarr.cli "
+                                      f"import main; sys.exit(main(['cp', {src!r}, "
+                                      f"{dst!r}]))"])
+        finally:
+            os._exit(127)   # never back into pytest
     output = bytearray()
     while True:
         try:
