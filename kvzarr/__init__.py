@@ -12,6 +12,7 @@ from .api import (array, create_array, create_group, full, group, ones, open, op
                   open_group, open_store, zeros)
 from .array import Array
 from .compaction import compact
+from .copying import copy_store
 from .engine.config import ArrayConfig
 from .group import Group
 from .stores import FilesystemStore, MemoryStore, Store
@@ -19,5 +20,5 @@ from .stores import FilesystemStore, MemoryStore, Store
 __version__ = "0.1.0"
 
 __all__ = ["Array", "ArrayConfig", "FilesystemStore", "Group", "MemoryStore", "Store", "array",
-           "compact", "create_array", "create_group", "errors", "full", "group", "ones",
-           "open", "open_array", "open_group", "open_store", "zeros"]
+           "compact", "copy_store", "create_array", "create_group", "errors", "full", "group",
+           "ones", "open", "open_array", "open_group", "open_store", "zeros"]

@@ -18,7 +18,7 @@ from .array import Array
 from .engine.config import array_config as _config
 from .errors import NodeNotFoundError, NodeTypeError, StoreConfigError
 from .group import Group, node_from_metadata
-from .hierarchy import new_array, new_group
+from .hierarchy import array_metadata, new_array, new_group
 from .metadata.v3 import ArrayMetadata, GroupMetadata, parse_node_metadata
 from .node import metadata_key, normalize_path, read_node_metadata
 from .stores import Store
@@ -60,21 +60,26 @@ def create_array(store: Any = None, *, name: str | None = None, shape: Any = Non
                  config: Any = None, write_empty_chunks: bool | None = None,
                  mode: str = "a", transformers: Any = None) -> Array:
     """Create an array and return it. With ``data``, shape and dtype default to the
-    data's and the data is written."""
-    return new_array(
-        open_store(store, mode=mode, transformers=transformers), normalize_path(name),
-        config=_config(config, write_empty_chunks),
-        overwrite=overwrite, data=data, shape=shape, dtype=dtype, chunks=chunks,
-        shards=shards, fill_value=fill_value, filters=filters, compressors=compressors,
+    data's and the data is written. Every argument is checked before the store is
+    opened: bad ones raise without creating a file, directory or key."""
+    cfg = _config(config, write_empty_chunks)
+    node_path = normalize_path(name)
+    metadata, data = array_metadata(
+        config=cfg, data=data, shape=shape, dtype=dtype, chunks=chunks, shards=shards,
+        fill_value=fill_value, filters=filters, compressors=compressors,
         serializer=serializer, codecs=codecs, dimension_names=dimension_names,
         attributes=attributes, chunk_key_encoding=chunk_key_encoding)
+    return new_array(open_store(store, mode=mode, transformers=transformers), node_path,
+                     config=cfg, overwrite=overwrite, data=data, metadata=metadata)
 
 
 def create_group(store: Any = None, *, path: str | None = None,
                  attributes: dict[str, Any] | None = None, overwrite: bool = False,
                  mode: str = "a", transformers: Any = None) -> Group:
-    st = open_store(store, mode=mode, transformers=transformers)
+    """Create a group and return it; bad attributes raise before the store is opened."""
     node_path = normalize_path(path)
+    GroupMetadata(attributes=dict(attributes or {})).to_bytes()   # checks them
+    st = open_store(store, mode=mode, transformers=transformers)
     return Group(st, node_path, new_group(st, node_path, attributes=attributes,
                                           overwrite=overwrite))
 
@@ -84,11 +89,12 @@ def open_array(store: Any = None, *, mode: str = "a", path: str | None = None,
                name: str | None = None, config: Any = None,
                write_empty_chunks: bool | None = None, **kwargs: Any) -> Array:
     """Open an existing array; with mode "a"/"w"/"w-" and a shape, create it."""
-    st = open_store(store, mode=mode, transformers=transformers)
     node_path = normalize_path(path if path is not None else name)
     cfg = _config(config, write_empty_chunks)
-    if mode in ("w", "w-"):
-        return create_array(st, name=node_path, overwrite=(mode == "w"), config=cfg, **kwargs)
+    if mode in ("w", "w-"):   # (the arguments are checked before the store is opened)
+        return create_array(store, name=node_path, overwrite=(mode == "w"), config=cfg,
+                            mode=mode, transformers=transformers, **kwargs)
+    st = open_store(store, mode=mode, transformers=transformers)
     found = _existing(st, node_path)
     if found is None:
         if mode == "a" and ("shape" in kwargs or "data" in kwargs):
@@ -103,10 +109,11 @@ def open_group(store: Any = None, *, mode: str = "a", path: str | None = None,
                transformers: Any = None,
                attributes: dict[str, Any] | None = None) -> Group:
     """Open a group; with mode "a" create it when absent, with "w"/"w-" create it."""
-    st = open_store(store, mode=mode, transformers=transformers)
     node_path = normalize_path(path)
-    if mode in ("w", "w-"):
-        return create_group(st, path=node_path, attributes=attributes, overwrite=(mode == "w"))
+    if mode in ("w", "w-"):   # (the arguments are checked before the store is opened)
+        return create_group(store, path=node_path, attributes=attributes,
+                            overwrite=(mode == "w"), mode=mode, transformers=transformers)
+    st = open_store(store, mode=mode, transformers=transformers)
     found = _existing(st, node_path)
     if found is None:
         if mode == "a":
@@ -121,13 +128,17 @@ def open(store: Any = None, *, mode: str = "a", path: str | None = None,
          transformers: Any = None, **kwargs: Any) -> Array | Group:
     """Open whatever is at ``path``: an Array or a Group. If nothing is there, create an
     array when ``shape`` is given, else a group (modes "a", "w", "w-")."""
-    st = open_store(store, mode=mode, transformers=transformers)
     node_path = normalize_path(path)
-    found = None if mode in ("w", "w-") else _existing(st, node_path)
-    if mode in ("w", "w-") or ("shape" in kwargs and mode == "a" and found is None):
+    if mode in ("w", "w-"):   # (the arguments are checked before the store is opened)
         if "shape" in kwargs or "data" in kwargs:
-            return open_array(st, mode=mode, path=node_path, **kwargs)
-        return open_group(st, mode=mode, path=node_path, **kwargs)
+            return open_array(store, mode=mode, path=node_path, transformers=transformers,
+                              **kwargs)
+        return open_group(store, mode=mode, path=node_path, transformers=transformers,
+                          **kwargs)
+    st = open_store(store, mode=mode, transformers=transformers)
+    found = _existing(st, node_path)
+    if found is None and mode == "a" and "shape" in kwargs:
+        return open_array(st, mode=mode, path=node_path, **kwargs)
     if found is None:
         if mode == "a":
             return create_group(st, path=node_path, **kwargs)

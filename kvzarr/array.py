@@ -23,7 +23,8 @@ from .engine.compaction import (CompactionReport, compact_chunks, compactable,
 from .engine.config import DEFAULT_CONFIG, ArrayConfig
 from .codecs.base import ChunkArraySpec
 from .codecs.pipeline import CodecPipeline
-from .errors import ArrayIndexError, MetadataError, ShapeMismatchError
+from .errors import (ArrayIndexError, MetadataError, RectilinearChunksError,
+                     ShapeMismatchError)
 from .indexing import (BasicIndexer, BlockIndexer, CoordinateIndexer, Indexer, MaskIndexer,
                        OrthogonalIndexer, classify_selection)
 from .runtime.memo import BoundedMemo
@@ -32,7 +33,7 @@ from .grid import chunk_grid_to_json
 from .node import Node
 from .engine.point_reads import PointReader
 from .stores.base import Store
-from .transformers.base import stack_layers
+from .array_info import ArrayInfo
 
 #: (ids of the codecs, id of the data type, codec shapes) -> (the objects whose ids are in
 #: the key, evolved pipeline, evolved codecs or None); holding the objects keeps their ids
@@ -148,19 +149,36 @@ class Array(Node):
 
     @property
     def chunks(self) -> tuple[int, ...]:
-        """The read chunk shape: inner chunks of a sharded array, else the grid's chunks.
-        NotImplementedError for rectilinear grids (use read_chunk_sizes)."""
+        """The read chunk shape: inner chunks of a sharded array, else the grid's chunks
+        (as zarr-python). A rectilinear grid has none: RectilinearChunksError (a
+        NotImplementedError, as zarr-python raises) says to use :attr:`chunk_sizes`."""
         sharding = self._sharding
         if sharding is not None:
             return tuple(sharding.chunk_shape)
-        return self.metadata.chunk_grid.chunk_shape
+        return self._regular("chunks", "chunk_sizes")
 
     @property
     def shards(self) -> tuple[int, ...] | None:
-        """Shard shape of a sharded array on a regular grid, else None."""
+        """Shard shape of a sharded array, else None; RectilinearChunksError for a
+        sharded array on a rectilinear grid (use :attr:`write_chunk_sizes`)."""
         if self._sharding is None:
             return None
-        return self.metadata.chunk_grid.chunk_shape
+        return self._regular("shards", "write_chunk_sizes")
+
+    def _regular(self, what: str, instead: str) -> tuple[int, ...]:
+        grid = self.metadata.chunk_grid
+        if not grid.is_regular:
+            raise RectilinearChunksError(
+                f"this array's chunk grid is rectilinear: it has no single {what} shape",
+                path=self.name, field=what,
+                hint=f"use Array.{instead}, the sizes along each dimension")
+        return grid.chunk_shape
+
+    @property
+    def chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
+        """Data sizes of the read chunks along each dimension (dask's convention; inner
+        chunks when sharded): what :attr:`chunks` is for any grid, rectilinear too."""
+        return self.read_chunk_sizes
 
     @property
     def write_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
@@ -224,9 +242,60 @@ class Array(Node):
     def nbytes(self) -> int:
         return self.size * self.dtype.itemsize
 
+    # -- zarr-python's description of the codecs -----------------------------------------
+
+    @property
+    def _inner_pipeline(self) -> CodecPipeline:
+        """The codecs each read chunk goes through: inside the sharding codec when the
+        array is sharded (zarr-python's ``metadata.inner_codecs``)."""
+        sharding = self._sharding
+        return self._pipeline if sharding is None else sharding.codecs
+
+    @property
+    def filters(self) -> tuple[Any, ...]:
+        """The array-to-array codecs of a chunk (inside the shards when sharded), in
+        order, as zarr-python returns them: a tuple of codec objects (kvzarr's codec
+        objects; ``to_json()`` gives each one's Zarr document)."""
+        return tuple(self._inner_pipeline.array_array)
+
+    @property
+    def serializer(self) -> Any:
+        """The array-to-bytes codec of a chunk (inside the shards when sharded), as
+        zarr-python returns it (a kvzarr codec object)."""
+        return self._inner_pipeline.array_bytes
+
+    @property
+    def compressors(self) -> tuple[Any, ...]:
+        """The bytes-to-bytes codecs of a chunk (inside the shards when sharded), in
+        order: a tuple of kvzarr codec objects, as zarr-python returns its own."""
+        return tuple(self._inner_pipeline.bytes_bytes)
+
+    @property
+    def order(self) -> str:
+        """The memory order of the arrays reads return: always ``"C"`` (zarr-python's
+        default ``config.order``); a ``transpose`` codec changes how chunks are stored,
+        not this."""
+        return "C"
+
+    def nbytes_stored(self) -> int:
+        """Bytes the array takes in the store: its ``zarr.json`` and every stored chunk
+        (zarr-python's ``nbytes_stored()``), from one listing of the array's keys read
+        in one read transaction (:meth:`kvzarr.Store.getsize_prefix`). Bytes the
+        storage transformers keep beside the values (checksum records) and the
+        backend's own overhead (pages, indexes) are not counted."""
+        return self.store.getsize_prefix(f"{self.path}/" if self.path else "")
+
     @property
     def info(self) -> "ArrayInfo":
+        """What the metadata says about the array, without reading the store (as
+        zarr-python's ``info``); ``repr`` prints it."""
         return ArrayInfo(self)
+
+    def info_complete(self) -> "ArrayInfo":
+        """:attr:`info` and what the store holds: the bytes stored, the storage ratio
+        and the number of chunks (shards) written. Lists the array's keys twice."""
+        return ArrayInfo(self, stored=self.nbytes_stored(),
+                         initialized=self.nchunks_initialized)
 
     def __len__(self) -> int:
         if not self.shape:
@@ -445,41 +514,6 @@ class _BlockIndex:
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         self.array.set_block_selection(selection, value)
-
-
-class ArrayInfo:
-    """A readable summary of an array (``repr`` prints it)."""
-
-    def __init__(self, array: Array) -> None:
-        self.array = array
-
-    def __repr__(self) -> str:
-        a = self.array
-        try:
-            chunks = str(a.chunks)
-        except NotImplementedError:
-            chunks = f"rectilinear {a.write_chunk_sizes}"
-        rows = [("Type", "Array"), ("Zarr format", "3"), ("Data type", str(a.metadata.data_type)),
-                ("Fill value", repr(a.fill_value)), ("Shape", str(a.shape)),
-                ("Chunk shape", chunks), ("Shard shape", str(a.shards)),
-                ("Codecs", ", ".join(c.name for c in a.codecs)),
-                ("Store", repr(stack_layers(a.store)[-1])),
-                ("Transformers", _describe_transformers(a.store)), ("Path", a.name),
-                ("No. bytes", str(a.nbytes)),
-                ("Chunks Initialized", f"{a.nchunks_initialized}/{a.nchunks}")]
-        width = max(len(k) for k, _ in rows)
-        return "\n".join(f"{k:<{width}} : {v}" for k, v in rows)
-
-
-def _describe_transformers(store: Store) -> str:
-    """The storage transformers between the array and its store, top first, each with
-    its options and counters; "none" without any."""
-    parts = []
-    for layer in stack_layers(store)[:-1]:
-        opts = ", ".join(f"{k}={v!r}" for k, v in layer.options().items())
-        stats = ", ".join(f"{k} {v}" for k, v in layer.stats().items())
-        parts.append(f"{layer.name}({opts})" + (f" [{stats}]" if stats else ""))
-    return " > ".join(parts) if parts else "none"
 
 
 def _materialize(value: Any) -> Any:

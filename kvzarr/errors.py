@@ -82,6 +82,13 @@ class NodeTypeError(KvzarrError, TypeError):
 
 # --- indexing -------------------------------------------------------------------------
 
+class RectilinearChunksError(KvzarrError, NotImplementedError):
+    """An array on a rectilinear chunk grid was asked for its one chunk or shard shape,
+    which it does not have; its ``chunk_sizes`` (``write_chunk_sizes`` for the stored
+    chunks) give the sizes along each dimension. Subclasses NotImplementedError, what
+    zarr-python raises there."""
+
+
 class ArrayIndexError(KvzarrError, IndexError):
     """A selection is not valid for this array."""
 
@@ -217,6 +224,15 @@ class StoreFullError(StoreError):
 class StorePermissionError(StoreError, PermissionError):
     """The operating system refused access to the store's files (their permissions, a
     read-only filesystem); nothing of the refused operation was written."""
+
+
+class CopyVerificationError(StoreError):
+    """Values copied between stores (:func:`kvzarr.copy_store`) read back from the
+    destination different from what was read from the source; ``keys`` lists them all."""
+
+    def __init__(self, message: str, *, keys: list[str] | None = None, **where: Any) -> None:
+        super().__init__(message, **where)
+        self.keys = list(keys or [])
 
 
 class SchemaVersionError(StoreError):

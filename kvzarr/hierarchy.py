@@ -9,21 +9,21 @@ from typing import Any
 
 import numpy as np
 
-from .array import Array
+from .array import Array, build_pipeline
 from .creation import build_array_metadata
 from .engine.config import ArrayConfig
 from .errors import MetadataError, NodeExistsError, NodeTypeError
-from .metadata.v3 import GroupMetadata, load_json, parse_node_metadata
+from .metadata.v3 import ArrayMetadata, GroupMetadata, load_json, parse_node_metadata
 from .node import metadata_key
 from .runtime.memo import BoundedMemo
 from .stores.base import Store
 
 
-def new_array(store: Store, path: str, *, config: ArrayConfig, overwrite: bool = False,
-              data: Any = None, shape: Any = None, dtype: Any = None, **options: Any) -> Array:
-    """Create the array at ``path`` (normalised) and return it. With ``data``, shape and
-    dtype default to the data's and the data is written. ``options`` are the metadata
-    arguments of :func:`kvzarr.create_array`."""
+def array_metadata(*, config: ArrayConfig, data: Any = None, shape: Any = None,
+                   dtype: Any = None, **options: Any) -> tuple[ArrayMetadata, Any]:
+    """The metadata of a new array, checked all through (the codec pipeline included),
+    and ``data`` as an array (or None), without touching any store: what
+    :func:`new_array` writes. With ``data``, shape and dtype default to the data's."""
     if data is not None:
         data = np.asanyarray(data[...] if isinstance(data, Array) else data)
         shape = data.shape if shape is None else shape
@@ -31,6 +31,20 @@ def new_array(store: Store, path: str, *, config: ArrayConfig, overwrite: bool =
     if shape is None:
         raise MetadataError("create_array needs a shape (or data)", field="shape")
     metadata = build_array_metadata(shape=shape, dtype=dtype, **options)
+    build_pipeline(metadata, config)   # validates the codecs against the chunk shapes
+    return metadata, data
+
+
+def new_array(store: Store, path: str, *, config: ArrayConfig, overwrite: bool = False,
+              data: Any = None, shape: Any = None, dtype: Any = None,
+              metadata: ArrayMetadata | None = None, **options: Any) -> Array:
+    """Create the array at ``path`` (normalised) and return it. With ``data``, shape and
+    dtype default to the data's and the data is written. ``options`` are the metadata
+    arguments of :func:`kvzarr.create_array`; ``metadata`` (from :func:`array_metadata`)
+    replaces them all."""
+    if metadata is None:
+        metadata, data = array_metadata(config=config, data=data, shape=shape, dtype=dtype,
+                                        **options)
     # The Array builds and validates the codec pipeline before anything is written, and
     # its metadata carries the codecs with their defaults filled in.
     array = Array(store, path, metadata, config=config)

@@ -19,7 +19,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "kvzarr"
 _ABOVE_STORES = ["kvzarr.codecs", "kvzarr.grid", "kvzarr.indexing", "kvzarr.array",
                  "kvzarr.group", "kvzarr.metadata", "kvzarr.engine", "kvzarr.api",
                  "kvzarr.hierarchy", "kvzarr.creation", "kvzarr.node", "kvzarr.cli",
-                 "kvzarr.attributes", "kvzarr.compaction"]
+                 "kvzarr.attributes", "kvzarr.compaction", "kvzarr.copying",
+                 "kvzarr.array_info"]
 
 # layer -> kvzarr modules it must never import (prefix match on the dotted name)
 FORBIDDEN = {
@@ -45,6 +46,10 @@ FORBIDDEN = {
     "kvzarr.metadata.dtypes": ["kvzarr.codecs", "kvzarr.stores", "kvzarr.metadata.v3"],
     "kvzarr.array": ["kvzarr.group", "kvzarr.api", "kvzarr.hierarchy", "kvzarr.compaction"],
     "kvzarr.compaction": ["kvzarr.cli"],
+    # copying moves values between stores: it never decodes them, so no engine or codecs
+    "kvzarr.copying": ["kvzarr.cli", "kvzarr.engine", "kvzarr.codecs", "kvzarr.array",
+                       "kvzarr.api", "kvzarr.group", "kvzarr.hierarchy"],
+    "kvzarr.array_info": ["kvzarr.cli", "kvzarr.api", "kvzarr.group", "kvzarr.hierarchy"],
     "kvzarr.hierarchy": ["kvzarr.group", "kvzarr.api"],
     "kvzarr.group": ["kvzarr.api"],
     "kvzarr.errors": ["kvzarr."],

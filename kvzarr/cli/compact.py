@@ -26,6 +26,7 @@ def run(target: str, path: str | None, dry_run: bool = False) -> int:
     from tqdm import tqdm
 
     import kvzarr
+    from .common import human_size as _size
 
     bar: Any = None
 
@@ -52,10 +53,3 @@ def run(target: str, path: str | None, dry_run: bool = False) -> int:
         print(f"kvzarr: cannot read shard {key!r}, left as it is: {problem}", file=sys.stderr)
     return 1 if report.corrupt else 0
 
-
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:,} B" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
-    return f"{n} B"

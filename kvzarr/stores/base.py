@@ -382,6 +382,23 @@ class Store(ABC):
         """Size of the value in bytes, or None if the key is absent."""
         return self._getsize(check_key(key, self.max_key_bytes, self.max_segment_bytes))
 
+    def getsize_prefix(self, prefix: str) -> int:
+        """Total size in bytes of the values of every key starting with ``prefix``
+        (``""``: the whole store), as zarr-python's ``Store.getsize_prefix``: one
+        listing of the prefix and the size of each key in it, all in one read
+        transaction, so a writer committing meanwhile is counted wholly or not at all.
+        A backend may answer it in one query instead (``_getsize_prefix``)."""
+        self._check_listable()
+        prefix = check_prefix(prefix, self.max_segment_bytes)
+        with self.transaction(write=False):
+            return self._getsize_prefix(prefix)
+
+    def _getsize_prefix(self, prefix: str) -> int:
+        total = 0
+        for key in self._valid_keys(self._list_prefix(prefix)):
+            total += self._getsize(key) or 0
+        return total
+
     def list(self) -> Iterator[str]:
         self._check_listable()
         return self._valid_keys(self._list_prefix(""))

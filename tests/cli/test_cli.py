@@ -30,9 +30,11 @@ def test_info_shows_a_hierarchy_and_an_array(tmp_path, capsys):
     target = str(tmp_path / "x.zarr")
     root = kvzarr.open_group(target, mode="w")
     root.create_array("g/a", shape=(10, 4), chunks=(5, 4), dtype="int16")[...] = 7
-    assert main(["info", target]) == 0
+    assert main(["tree", target]) == 0
     tree = capsys.readouterr().out
-    assert "g" in tree and "a (10, 4) int16" in tree
+    assert "g/" in tree and "a (10, 4) int16" in tree
+    assert main(["info", target]) == 0
+    assert "Members          : 1 (0 arrays, 1 groups)" in capsys.readouterr().out
     assert main(["info", target, "g/a"]) == 0
     info = capsys.readouterr().out
     assert "Shape              : (10, 4)" in info and "Chunks Initialized : 2/2" in info

@@ -117,6 +117,14 @@ class LMDBStore(Store):
             subdir = os.path.isdir(self.path)
         if read_only and not os.path.exists(self.path):
             raise StoreError("no LMDB environment at this path", path=self.path)
+        if read_only:
+            # LMDB makes its lock file before it reads the data file: a file that cannot
+            # be an environment is refused here, so a read-only open creates nothing
+            # (a file of another kind is refused by check_data_file, also before LMDB)
+            data_file = os.path.join(self.path, "data.mdb") if subdir else self.path
+            if not os.path.isfile(data_file) or os.path.getsize(data_file) == 0:
+                raise StoreError("not an LMDB environment (no data file, or an empty "
+                                 "one): nothing to open read-only", path=self.path)
         if not read_only and not subdir:
             parent = os.path.dirname(os.path.abspath(self.path))
             try:

@@ -540,8 +540,11 @@ def advisory_lock_id(table: str) -> int:
 
 
 def open_backend(target: Any, *, read_only: bool, busy_timeout: float, retries: int,
-                 synchronous: str = "FULL", for_migrations: bool = False) -> Backend:
-    """The backend for a path or SQLAlchemy URL."""
+                 synchronous: str = "FULL", for_migrations: bool = False,
+                 must_exist: bool = False) -> Backend:
+    """The backend for a path or SQLAlchemy URL. A SQLite file is created on first use
+    when writable, unless ``must_exist`` (then a missing file is StoreError, and
+    nothing is created)."""
     text = os.fspath(target)
     if busy_timeout < 0 or retries < 0:
         raise StoreConfigError("busy_timeout and retries must not be negative", path=text,
@@ -568,6 +571,8 @@ def open_backend(target: Any, *, read_only: bool, busy_timeout: float, retries: 
                              path=display, field="synchronous")
         if read_only and not os.path.exists(path):
             raise StoreError("no database file to open read-only", path=display)
+        if must_exist and not os.path.exists(path):
+            raise StoreError("no database file here", path=display)
         if not read_only:
             try:
                 os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -259,9 +259,10 @@ def migrations_dir() -> Path:
 def upgrade(url: Any, *, table: str | None = None,
             busy_timeout: float = 30.0) -> tuple[int, int]:
     """Migrate the SQL store at ``url`` (a path or SQLAlchemy URL) to the current schema;
-    return ``(old_version, new_version)``. A store already current is left as it is."""
+    return ``(old_version, new_version)``. A store already current is left as it is; a
+    SQLite path where no file is raises StoreError and creates nothing."""
     backend = open_backend(url, read_only=False, busy_timeout=busy_timeout, retries=0,
-                           for_migrations=True)
+                           for_migrations=True, must_exist=True)
     if table is not None:
         check_table_name(table, backend.display)
     try:
