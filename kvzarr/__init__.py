@@ -22,3 +22,18 @@ __version__ = "0.1.0"
 __all__ = ["Array", "ArrayConfig", "FilesystemStore", "Group", "MemoryStore", "Store", "array",
            "compact", "copy_store", "create_array", "create_group", "errors", "full", "group",
            "ones", "open", "open_array", "open_group", "open_store", "zeros"]
+
+#: stores whose backends import heavy libraries (SQLAlchemy, lmdb): loaded on first use
+_LAZY_STORES = ("LMDBStore", "SQLStore", "ZipStore")
+__all__ += _LAZY_STORES
+
+
+def __getattr__(name: str):
+    if name in _LAZY_STORES:
+        from . import stores
+        return getattr(stores, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

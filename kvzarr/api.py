@@ -59,9 +59,22 @@ def create_array(store: Any = None, *, name: str | None = None, shape: Any = Non
                  chunk_key_encoding: Any = None, overwrite: bool = False,
                  config: Any = None, write_empty_chunks: bool | None = None,
                  mode: str = "a", transformers: Any = None) -> Array:
-    """Create an array and return it. With ``data``, shape and dtype default to the
-    data's and the data is written. Every argument is checked before the store is
-    opened: bad ones raise without creating a file, directory or key."""
+    """Create an array at ``name`` (the root by default) of ``store`` and return it.
+    With ``data``, shape and dtype default to the data's and the data is written.
+
+    ``chunks`` (a shape, or per dimension a list of chunk sizes for a rectilinear grid),
+    ``shards`` (the shard shape; ``chunks`` are then the inner chunks), ``filters``,
+    ``compressors``, ``serializer`` (or the whole ``codecs`` list), ``fill_value``,
+    ``dimension_names``, ``attributes`` and ``chunk_key_encoding`` are stored in the
+    array's metadata, with zarr-python's meanings and defaults. ``config``
+    (:class:`ArrayConfig`) and ``write_empty_chunks`` are runtime settings of this handle.
+
+    One store transaction: clearing the path (``overwrite=True``; else
+    :class:`~kvzarr.errors.NodeExistsError` if a node is there), making missing parent
+    groups, writing the metadata and the data. On a transactional store a failure or a
+    crash leaves none of it; on a directory each key is written atomically, one by one.
+    Every argument is checked before the store is opened: bad ones raise without
+    creating a file, directory or key."""
     cfg = _config(config, write_empty_chunks)
     node_path = normalize_path(name)
     metadata, data = array_metadata(
@@ -76,7 +89,11 @@ def create_array(store: Any = None, *, name: str | None = None, shape: Any = Non
 def create_group(store: Any = None, *, path: str | None = None,
                  attributes: dict[str, Any] | None = None, overwrite: bool = False,
                  mode: str = "a", transformers: Any = None) -> Group:
-    """Create a group and return it; bad attributes raise before the store is opened."""
+    """Create a group at ``path`` (the root by default) of ``store`` and return it, in
+    one store transaction with any missing parent groups. A node already there raises
+    :class:`~kvzarr.errors.NodeExistsError` unless ``overwrite=True``, which erases it
+    and everything below it in the same transaction. Bad attributes raise before the
+    store is opened."""
     node_path = normalize_path(path)
     GroupMetadata(attributes=dict(attributes or {})).to_bytes()   # checks them
     st = open_store(store, mode=mode, transformers=transformers)
@@ -88,7 +105,11 @@ def open_array(store: Any = None, *, mode: str = "a", path: str | None = None,
                transformers: Any = None,
                name: str | None = None, config: Any = None,
                write_empty_chunks: bool | None = None, **kwargs: Any) -> Array:
-    """Open an existing array; with mode "a"/"w"/"w-" and a shape, create it."""
+    """Open the array at ``path`` (``name`` is an alias); with mode "a" and a ``shape``
+    (or ``data``) create it when absent, with "w"/"w-" create it (``kwargs`` are
+    :func:`create_array`'s). :class:`~kvzarr.errors.NodeNotFoundError` when nothing is
+    there, :class:`~kvzarr.errors.NodeTypeError` when a group is. The handle holds the
+    metadata as read now: another process's resize is seen by a new handle."""
     node_path = normalize_path(path if path is not None else name)
     cfg = _config(config, write_empty_chunks)
     if mode in ("w", "w-"):   # (the arguments are checked before the store is opened)
@@ -108,7 +129,10 @@ def open_array(store: Any = None, *, mode: str = "a", path: str | None = None,
 def open_group(store: Any = None, *, mode: str = "a", path: str | None = None,
                transformers: Any = None,
                attributes: dict[str, Any] | None = None) -> Group:
-    """Open a group; with mode "a" create it when absent, with "w"/"w-" create it."""
+    """Open the group at ``path`` (the root by default); with mode "a" create it when
+    absent, with "w" replace whatever is there (erasing it, in one transaction), with
+    "w-" create it and fail if anything is there. ``mode="r"`` opens read-only: every
+    write through the group and its members raises :class:`~kvzarr.errors.ReadOnlyError`."""
     node_path = normalize_path(path)
     if mode in ("w", "w-"):   # (the arguments are checked before the store is opened)
         return create_group(store, path=node_path, attributes=attributes,
@@ -148,22 +172,29 @@ def open(store: Any = None, *, mode: str = "a", path: str | None = None,
 
 
 def group(store: Any = None, **kwargs: Any) -> Group:
+    """:func:`open_group` (zarr-python's ``zarr.group``)."""
     return open_group(store, **kwargs)
 
 
 def array(data: Any, store: Any = None, **kwargs: Any) -> Array:
+    """A new array holding ``data`` (its shape and dtype unless given):
+    :func:`create_array` with ``data``."""
     return create_array(store, data=data, **kwargs)
 
 
 def full(shape: Any, fill_value: Any, store: Any = None, **kwargs: Any) -> Array:
+    """A new array of ``shape`` that reads as ``fill_value`` everywhere (no chunk is
+    written): :func:`create_array` with that fill value."""
     return create_array(store, shape=shape, fill_value=fill_value, **kwargs)
 
 
 def zeros(shape: Any, store: Any = None, **kwargs: Any) -> Array:
+    """A new array of ``shape`` that reads as 0 (fill value 0; nothing is written)."""
     return create_array(store, shape=shape, fill_value=0, **kwargs)
 
 
 def ones(shape: Any, store: Any = None, **kwargs: Any) -> Array:
+    """A new array of ``shape`` that reads as 1 (fill value 1; nothing is written)."""
     return create_array(store, shape=shape, fill_value=1, **kwargs)
 
 

@@ -91,6 +91,19 @@ def _distinct_codec_shapes(metadata: ArrayMetadata) -> list[tuple[int, ...]]:
 
 
 class Array(Node):
+    """A Zarr v3 array in a store, with zarr-python 3's names and indexing: ``a[...]``,
+    ``oindex``, ``vindex``, ``blocks``, ``resize``, ``append``, ``attrs``.
+
+    Each read is one read transaction (one snapshot where the store is transactional:
+    a read never mixes chunks from before and after another writer's commit); each
+    write, resize, append and attribute change is one write transaction, including the
+    read-modify-write of partly covered chunks, so writers in other threads and
+    processes never lose each other's updates (on a directory, per-key locks give the
+    same). A crash in the middle of a write leaves all of it or none on a transactional
+    store; on a directory, each chunk old or new. Inside a user's
+    ``with store.transaction():`` everything joins that transaction.
+    """
+
     metadata: ArrayMetadata
 
     def __init__(self, store: Store, path: str, metadata: ArrayMetadata, *,
@@ -116,30 +129,38 @@ class Array(Node):
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The array's shape (as the handle's metadata says)."""
         return self.metadata.shape
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions."""
         return len(self.shape)
 
     @property
     def size(self) -> int:
+        """The number of elements."""
         return math.prod(self.shape)
 
     @property
     def dtype(self) -> np.dtype:
+        """The numpy data type of the values read and written."""
         return self.metadata.data_type.numpy_dtype
 
     @property
     def fill_value(self) -> Any:
+        """The value of every element no chunk holds."""
         return self.metadata.fill_value
 
     @property
     def dimension_names(self) -> tuple[str | None, ...] | None:
+        """The stored name of each dimension (None where unnamed), or None."""
         return self.metadata.dimension_names
 
     @property
     def codecs(self) -> tuple[Any, ...]:
+        """The codec pipeline with its defaults filled in, as stored (array-to-array,
+        array-to-bytes, bytes-to-bytes)."""
         return self._pipeline.codecs
 
     @property
@@ -207,6 +228,7 @@ class Array(Node):
 
     @property
     def cdata_shape(self) -> tuple[int, ...]:
+        """The number of stored chunks (shards) along each dimension."""
         return self.metadata.chunk_grid.grid_shape
 
     @property
@@ -240,6 +262,7 @@ class Array(Node):
 
     @property
     def nbytes(self) -> int:
+        """The size of the data in bytes, uncompressed (``size * dtype.itemsize``)."""
         return self.size * self.dtype.itemsize
 
     # -- zarr-python's description of the codecs -----------------------------------------
@@ -353,49 +376,74 @@ class Array(Node):
             self.set_basic_selection(selection, value)
 
     def get_basic_selection(self, selection: Any = Ellipsis) -> Any:
+        """The values of a basic selection (integers, slices with step >= 1,
+        Ellipsis, as numpy). One read transaction: the chunks read form one snapshot
+        where the store has them."""
         return self._get(BasicIndexer(selection, self.metadata.chunk_grid))
 
     def set_basic_selection(self, selection: Any, value: Any) -> None:
+        """Write ``value`` (broadcast as numpy does) into a basic selection. One
+        write transaction: every chunk it touches (read-modify-write of the partly
+        covered ones) commits together, or nothing does."""
         self._set(BasicIndexer(selection, self.metadata.chunk_grid), value)
 
     def get_orthogonal_selection(self, selection: Any) -> Any:
+        """The values of an orthogonal selection (integer arrays, Boolean
+        masks and slices, each applied to its own dimension, as ``a.oindex[...]``)."""
         return self._get(OrthogonalIndexer(_materialize_selection(selection),
                                            self.metadata.chunk_grid))
 
     def set_orthogonal_selection(self, selection: Any, value: Any) -> None:
+        """Write ``value`` into an orthogonal selection, in one write
+        transaction (see :meth:`set_basic_selection`)."""
         self._set(OrthogonalIndexer(_materialize_selection(selection),
                                     self.metadata.chunk_grid), value)
 
     def get_coordinate_selection(self, selection: Any) -> Any:
+        """The values at the points of a coordinate selection (one integer
+        array per dimension, broadcast together, as ``a.vindex[...]``)."""
         return self._get(CoordinateIndexer(_materialize_selection(selection),
                                            self.metadata.chunk_grid))
 
     def set_coordinate_selection(self, selection: Any, value: Any) -> None:
+        """Write ``value`` at the points of a coordinate selection, in one
+        write transaction."""
         self._set(CoordinateIndexer(_materialize_selection(selection),
                                     self.metadata.chunk_grid), value)
 
     def get_mask_selection(self, mask: Any) -> Any:
+        """The values where the Boolean ``mask`` (the array's shape) is true,
+        in C order."""
         return self._get(MaskIndexer(_materialize_selection(mask), self.metadata.chunk_grid))
 
     def set_mask_selection(self, mask: Any, value: Any) -> None:
+        """Write ``value`` where the Boolean ``mask`` is true, in one write
+        transaction."""
         self._set(MaskIndexer(_materialize_selection(mask), self.metadata.chunk_grid), value)
 
     def get_block_selection(self, selection: Any) -> Any:
+        """The values of whole chunks, selected by chunk index (``a.blocks[i, j]``;
+        slices of chunk indices allowed)."""
         return self._get(BlockIndexer(selection, self.metadata.chunk_grid))
 
     def set_block_selection(self, selection: Any, value: Any) -> None:
+        """Write ``value`` into whole chunks selected by chunk index, in one
+        write transaction."""
         self._set(BlockIndexer(selection, self.metadata.chunk_grid), value)
 
     @property
     def oindex(self) -> "_OIndex":
+        """Orthogonal indexing: ``a.oindex[[0, 3], 1:5]`` reads and assigns."""
         return _OIndex(self)
 
     @property
     def vindex(self) -> "_VIndex":
+        """Coordinate and mask indexing: ``a.vindex[[0, 3], [1, 2]]``, ``a.vindex[mask]``."""
         return _VIndex(self)
 
     @property
     def blocks(self) -> "_BlockIndex":
+        """Chunk indexing: ``a.blocks[1, 0]`` is the whole chunk (1, 0)."""
         return _BlockIndex(self)
 
     # -- shape changes -------------------------------------------------------------------

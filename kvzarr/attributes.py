@@ -18,6 +18,12 @@ class _Node(Protocol):
 
 
 class Attributes(MutableMapping[str, Any]):
+    """``node.attrs``: the node's user attributes (JSON values) as a mutable mapping.
+    Reads answer from the metadata the node handle holds (as it was when the handle was
+    opened or last changed through it); each change writes at once, as a
+    read-modify-write of the stored ``zarr.json`` in one store transaction, changing
+    only the keys it names."""
+
     def __init__(self, node: _Node) -> None:
         self._node = node
 
@@ -38,18 +44,21 @@ class Attributes(MutableMapping[str, Any]):
     def __len__(self) -> int:
         return len(self._node._attributes())
 
-    def update(self, *args: Any, **kwargs: Any) -> None:  # one write, not one per key
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        """Set several attributes (``dict.update``'s arguments) in one write, one
+        transaction, not one per key."""
         new = dict(*args, **kwargs)
         self._node._update_attributes(lambda attrs: attrs.update(new))
 
     def put(self, attributes: dict[str, Any]) -> None:
-        """Replace all attributes."""
+        """Replace all attributes with ``attributes``, in one write."""
         def replace(attrs: dict[str, Any]) -> None:
             attrs.clear()
             attrs.update(attributes)
         self._node._update_attributes(replace)
 
     def asdict(self) -> dict[str, Any]:
+        """A copy of the attributes as a plain dict."""
         return dict(self._node._attributes())
 
     def __repr__(self) -> str:

@@ -39,12 +39,19 @@ from .stores.base import Store
 
 def node_from_metadata(store: Store, path: str, metadata: ArrayMetadata | GroupMetadata, *,
                        read_only: bool, config: ArrayConfig | None = None) -> "Array | Group":
+    """The Array or Group handle for a node whose metadata was read already."""
     if isinstance(metadata, ArrayMetadata):
         return Array(store, path, metadata, read_only=read_only, config=config)
     return Group(store, path, metadata, read_only=read_only)
 
 
 class Group(Node):
+    """A Zarr v3 group: a node whose members (arrays and groups) are addressed by
+    relative paths, ``g["a/b"]``. Listings read the store each time (one read
+    transaction, one snapshot), so members created by other handles or processes
+    appear at once. Creating a member is one store transaction; deleting one
+    (``del g[name]``) erases its whole subtree in one store transaction."""
+
     metadata: GroupMetadata
 
     def _child_path(self, name: str) -> str:
@@ -61,6 +68,7 @@ class Group(Node):
                                   read_only=self.read_only)
 
     def get(self, name: str, default: Any = None) -> Any:
+        """The member at ``name`` (an Array or a Group), or ``default`` if there is none."""
         try:
             return self[name]
         except NodeNotFoundError:
@@ -112,6 +120,8 @@ class Group(Node):
                     yield f"{name}/{sub}", child
 
     def keys(self) -> Iterator[str]:
+        """The names of the direct members, in name order (one listing, no document
+        read)."""
         return iter(self._child_names())
 
     __iter__ = keys
@@ -120,15 +130,19 @@ class Group(Node):
         return len(self._child_names())
 
     def arrays(self) -> Iterator[tuple[str, Array]]:
+        """(name, array) of the direct members that are arrays, in name order."""
         return ((n, m) for n, m in self.members() if isinstance(m, Array))
 
     def groups(self) -> Iterator[tuple[str, "Group"]]:
+        """(name, group) of the direct members that are groups, in name order."""
         return ((n, m) for n, m in self.members() if isinstance(m, Group))
 
     def array_keys(self) -> Iterator[str]:
+        """The names of the direct members that are arrays, in name order."""
         return (n for n, _ in self.arrays())
 
     def group_keys(self) -> Iterator[str]:
+        """The names of the direct members that are groups, in name order."""
         return (n for n, _ in self.groups())
 
     def tree(self) -> str:
@@ -146,11 +160,16 @@ class Group(Node):
 
     def create_group(self, name: str, *, overwrite: bool = False,
                      attributes: dict[str, Any] | None = None) -> "Group":
+        """Create the group ``name`` (a relative path; missing groups on the way are
+        made) in one store transaction and return it. NodeExistsError if a node is
+        there, unless ``overwrite=True``, which replaces it and its subtree."""
         path = self._child_path(name)
         return Group(self.store, path, new_group(self.store, path, attributes=attributes,
                                                  overwrite=overwrite))
 
     def require_group(self, name: str, **kwargs: Any) -> "Group":
+        """The group at ``name``, created (with ``kwargs`` of :meth:`create_group`) if
+        absent. NodeTypeError if an array is there."""
         node = self.get(name)
         if node is None:
             return self.create_group(name, **kwargs)
@@ -159,6 +178,8 @@ class Group(Node):
         return node
 
     def create_array(self, name: str, **kwargs: Any) -> Array:
+        """Create the array ``name`` (a relative path) and return it: the arguments and
+        the one-transaction promise of :func:`kvzarr.create_array`."""
         return new_array(self.store, self._child_path(name),
                          config=_array_config(kwargs.pop("config", None),
                                               kwargs.pop("write_empty_chunks", None)),
@@ -177,5 +198,6 @@ class Group(Node):
 
     @property
     def info(self) -> str:
+        """A short text summary: path, store, number of members."""
         return (f"Type       : Group\nZarr format: 3\nPath       : {self.name}\n"
                 f"Store      : {self.store!r}\nMembers    : {len(self)}")

@@ -49,10 +49,12 @@ def _check_reserved(normal: str) -> None:
 
 
 def metadata_key(path: str) -> str:
+    """The key of the ``zarr.json`` of the node at ``path`` (normalised)."""
     return f"{path}/{ZARR_JSON}" if path else ZARR_JSON
 
 
 def read_node_metadata(store: Store, path: str) -> ArrayMetadata | GroupMetadata:
+    """The parsed metadata of the node at ``path``; NodeNotFoundError if there is none."""
     data = store.get(metadata_key(path))
     if data is None:
         raise NodeNotFoundError("no array or group found", path=path or "/")
@@ -60,7 +62,10 @@ def read_node_metadata(store: Store, path: str) -> ArrayMetadata | GroupMetadata
 
 
 class Node:
-    """Base of Array and Group."""
+    """Base of Array and Group: ``store``, ``path`` (without a leading "/"), the
+    ``metadata`` read when the handle was made (a handle sees another handle's resize
+    or attribute change once it is opened again), ``read_only``. Each operation runs in
+    its own store transaction, or joins the caller's ``with store.transaction():``."""
 
     metadata: ArrayMetadata | GroupMetadata
 
@@ -77,10 +82,13 @@ class Node:
 
     @property
     def basename(self) -> str:
+        """The last segment of the node's path ("" for the root)."""
         return self.path.rsplit("/", 1)[-1]
 
     @property
     def attrs(self) -> Attributes:
+        """The user attributes, a mutable mapping; each change is one transaction
+        (:class:`~kvzarr.attributes.Attributes`)."""
         return Attributes(self)
 
     def _attributes(self) -> dict[str, Any]:

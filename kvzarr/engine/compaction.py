@@ -37,9 +37,11 @@ class CompactionReport:
 
     @property
     def reclaimed(self) -> int:
+        """Bytes the compaction freed (or, in a dry run, would free)."""
         return self.bytes_before - self.bytes_after
 
     def add(self, other: "CompactionReport") -> None:
+        """Add ``other``'s counts to this report (one report for several arrays)."""
         self.arrays += other.arrays
         self.chunks += other.chunks
         self.compacted += other.compacted

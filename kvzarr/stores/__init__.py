@@ -5,7 +5,8 @@ from .filesystem import FilesystemStore
 from .memory import MemoryStore
 from .url import open_store
 
-__all__ = ["Capabilities", "FilesystemStore", "MemoryStore", "Store", "open_store"]
+__all__ = ["Capabilities", "FilesystemStore", "LMDBStore", "MemoryStore", "SQLStore", "Store",
+           "ZipStore", "open_store"]
 
 
 def __getattr__(name: str):  # backends with optional heavy imports load on first use
@@ -13,4 +14,8 @@ def __getattr__(name: str):  # backends with optional heavy imports load on firs
     if name in lazy:
         import importlib
         return getattr(importlib.import_module(f"{__name__}.{lazy[name]}"), name)
-    raise AttributeError(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

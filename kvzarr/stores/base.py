@@ -266,6 +266,11 @@ class Store(ABC):
         return enumerate(self.get_many_views(keys))
 
     def set(self, key: str, value: bytes) -> None:
+        """Store ``value`` (any bytes-like object) under ``key``, replacing what was
+        there. Atomic on every store: a reader, and a crash at any moment, see the old
+        value or the new one. Outside a transaction it is a write transaction of its own
+        (committed, and durable as the store's durability setting says, when it returns);
+        inside one it commits with it. ReadOnlyError on a read-only store."""
         self._check_writable()
         self._set(check_key(key, self.max_key_bytes, self.max_segment_bytes), as_bytes(value))
 
@@ -359,23 +364,30 @@ class Store(ABC):
         return None
 
     def erase(self, key: str) -> None:
+        """Remove ``key``; a no-op if it is absent. Atomic and transactional as
+        :meth:`set`."""
         self._check_deletable()
         self._erase(check_key(key, self.max_key_bytes, self.max_segment_bytes))
 
     def erase_values(self, keys: Iterable[str]) -> None:
+        """Remove every key of ``keys`` (absent ones are skipped) in one write
+        transaction: on a transactional store all of them go or, on an error or a
+        crash, none."""
         self._check_deletable()
         checked = [check_key(k, self.max_key_bytes, self.max_segment_bytes) for k in keys]
         with self.transaction():
             self._erase_many(checked)
 
     def erase_prefix(self, prefix: str) -> None:
-        """Erase every key starting with ``prefix`` (``""`` erases everything)."""
+        """Erase every key starting with ``prefix`` (``""`` erases everything), in one
+        write transaction (all or nothing on a transactional store)."""
         self._check_deletable()
         check_prefix(prefix, self.max_segment_bytes)
         with self.transaction():
             self._erase_prefix(prefix)
 
     def exists(self, key: str) -> bool:
+        """Whether ``key`` holds a value (an empty value counts)."""
         return self._exists(check_key(key, self.max_key_bytes, self.max_segment_bytes))
 
     def getsize(self, key: str) -> int | None:
@@ -400,15 +412,22 @@ class Store(ABC):
         return total
 
     def list(self) -> Iterator[str]:
+        """Every key, in ascending code-point order (keys under
+        :data:`~kvzarr.stores.keys.RESERVED_PREFIX` included, except those a transformer
+        in the stack owns and hides)."""
         self._check_listable()
         return self._valid_keys(self._list_prefix(""))
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
+        """The keys starting with ``prefix``, whole, in ascending code-point order."""
         self._check_listable()
         return self._valid_keys(self._list_prefix(check_prefix(prefix,
                                                                self.max_segment_bytes)))
 
     def list_dir(self, prefix: str) -> Iterator[str]:
+        """The direct children of ``prefix`` (which is ``""`` or ends in ``/``), in
+        ascending order: a key's bare name (``"zarr.json"``), or a name with a trailing
+        ``/`` when keys lie below it (``"c/"``). A name can appear in both forms."""
         self._check_listable()
         names = self._list_dir(check_prefix(prefix, self.max_segment_bytes))
         if not self.lists_foreign_keys:
@@ -440,6 +459,10 @@ class Store(ABC):
     # -- lifecycle -----------------------------------------------------------------------
 
     def close(self) -> None:
+        """Release what the store holds open (files, connections, maps); idempotent.
+        Committed data never depends on it: a process that ends without closing loses
+        nothing it committed. Do not close a store another thread is still using.
+        ``with store:`` closes it on leaving the block."""
         if not self._closed:
             self._closed = True
             self._close()

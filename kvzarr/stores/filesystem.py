@@ -80,6 +80,14 @@ def _hidden(name: str) -> bool:
 
 
 class FilesystemStore(Store):
+    """The Zarr v3 filesystem layout: one file per key under ``root`` (a ``.zarr``
+    directory other Zarr readers open). Each write is atomic per key (a temporary file
+    renamed over the key), with no atomicity across keys: ``transaction()`` only groups
+    work, and a crash in the middle of a multi-key write leaves some keys new and some
+    old. Many threads and processes may write at once; kvzarr's read-modify-writes hold
+    :meth:`key_lock`, so none loses another's update. Specification:
+    ``stores/filesystem.md``."""
+
     # Partial writes use the base read-modify-write, whose _set is copy-and-rename: the
     # per-key atomicity promise holds for them too.
     capabilities = Capabilities(partial_reads=True, partial_writes=True, multi_process=True,

@@ -62,6 +62,11 @@ def _whole(value: Any) -> Any:
 
 
 class MemoryStore(Store):
+    """Keys and values in this process's memory (``"memory://"`` or ``None`` as a
+    target). Transactions are atomic and isolated between threads (one transaction at
+    a time: each holds the store's lock); nothing survives the process, and another
+    process cannot see it. Specification: ``stores/memory.md``."""
+
     capabilities = Capabilities(partial_reads=True, partial_writes=True, transactional=True,
                                 appends=True)
     lists_foreign_keys = False     # every key came in through check_key

@@ -112,6 +112,8 @@ class AppendShards(Transformer):
 
     @property
     def max_garbage(self) -> float:
+        """The largest fraction of a shard's bytes that may be garbage (replaced inner
+        chunks and indexes) before a write rewrites the shard densely."""
         return self._policy.max_garbage
 
     def append_policy(self) -> ShardAppendPolicy | None:

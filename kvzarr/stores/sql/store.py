@@ -124,6 +124,8 @@ class SQLStore(Store):
 
     @property
     def table(self) -> str:
+        """The name of the key/value table this store uses (``kvzarr`` by default; other
+        tables of the database belong to other stores)."""
         return self.layout.table
 
     # -- transactions --------------------------------------------------------------------

@@ -63,6 +63,8 @@ class Finding:
 
     @property
     def bad(self) -> bool:
+        """Whether this finding is damage (a mismatch, a corrupt record, a record
+        without its value), not an unprotected value or an interrupted write."""
         return self.kind in BAD
 
     def __str__(self) -> str:
@@ -84,13 +86,16 @@ class VerifyReport:
 
     @property
     def bad(self) -> int:
+        """The number of findings that are damage (see :attr:`Finding.bad`)."""
         return sum(self.counts[k] for k in BAD)
 
     @property
     def ok(self) -> bool:
+        """True when nothing bad was found (``kvzarr verify`` exits 0)."""
         return self.bad == 0
 
     def summary(self) -> str:
+        """One line of counts for people."""
         c = self.counts
         text = (f"verified {self.values:,} values ({self.bytes:,} bytes): "
                 f"{c['mismatch']} mismatched, {c['corrupt-record']} corrupt records, "
