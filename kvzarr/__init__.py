@@ -10,6 +10,7 @@
 from . import errors
 from .api import (array, create_array, create_group, full, group, ones, open, open_array,
                   open_group, open_store, zeros)
+from .api import consolidate_metadata
 from .array import Array
 from .compaction import compact
 from .engine.config import ArrayConfig
@@ -21,3 +22,4 @@ __version__ = "0.1.0"
 __all__ = ["Array", "ArrayConfig", "FilesystemStore", "Group", "MemoryStore", "Store", "array",
            "compact", "create_array", "create_group", "errors", "full", "group", "ones",
            "open", "open_array", "open_group", "open_store", "zeros"]
+__all__ += ["consolidate_metadata"]
