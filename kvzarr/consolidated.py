@@ -51,7 +51,7 @@ from __future__ import annotations
 import functools
 import unicodedata
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -282,7 +282,8 @@ def consolidate(store: Store, path: str) -> GroupMetadata:
 
 
 def sync_consolidated(store: Store, *, changed: Iterable[str] = (),
-                      removed: Iterable[str] = ()) -> None:
+                      removed: Iterable[str] = (),
+                      known: Mapping[str, bytes] | None = None) -> None:
     """Bring the member of every group above the given nodes that holds one up to date
     with the store, in a write transaction (joining the caller's): ``changed`` nodes
     (created or with a new zarr.json) get their entry from the document the store holds
@@ -291,7 +292,9 @@ def sync_consolidated(store: Store, *, changed: Iterable[str] = (),
 
     Costs one batched read of the ancestors' documents when none holds a member (no JSON
     is parsed: a substring test passes them over); per holding ancestor a parse and a
-    rewrite of its document. A member that is not valid in form (see
+    rewrite of its document. ``known``: ancestors' documents the caller read in this
+    transaction, not read again (used on a transactional store only: on a directory a
+    member written since must be seen). A member that is not valid in form (see
     :func:`member_entries`) is removed rather than updated. See the module docstring for
     what each kind of store promises."""
     changed, removed = list(changed), list(removed)
@@ -300,8 +303,12 @@ def sync_consolidated(store: Store, *, changed: Iterable[str] = (),
     if not ancestors:
         return
     with store.transaction():
-        docs = store.get_many([_key(a) for a in ancestors])
-        holders = [a for a, data in zip(ancestors, docs) if data is not None and _MARK in data]
+        docs = dict(known) if known and store.capabilities.transactional else {}
+        unread = [a for a in ancestors if a not in docs]
+        if unread:
+            docs.update(zip(unread, store.get_many([_key(a) for a in unread])))
+        holders = [a for a in ancestors
+                   if docs.get(a) is not None and _MARK in docs[a]]   # type: ignore[operator]
         for holder in holders:   # deepest first
             # the key lock serialises this read-modify-write on a store without
             # transactions; taken alone (never inside another key lock: no lock order

@@ -38,11 +38,12 @@ def new_array(store: Store, path: str, *, config: ArrayConfig, overwrite: bool =
     # its metadata carries the codecs with their defaults filled in.
     array = Array(store, path, metadata, config=config)
     with store.transaction():
-        made, cleared = prepare_node_path(store, path, overwrite)
+        made, cleared, seen = prepare_node_path(store, path, overwrite)
         store.set(metadata_key(path), array.metadata.to_bytes())
         if data is not None:
             array[...] = data
-        sync_consolidated(store, changed=[*made, path], removed=[path] if cleared else ())
+        sync_consolidated(store, changed=[*made, path], removed=[path] if cleared else (),
+                          known=seen)
     return array
 
 
@@ -51,18 +52,22 @@ def new_group(store: Store, path: str, *, attributes: dict[str, Any] | None = No
     """Create the group at ``path`` (normalised); return its metadata."""
     metadata = GroupMetadata(attributes=dict(attributes or {}))
     with store.transaction():
-        made, cleared = prepare_node_path(store, path, overwrite)
+        made, cleared, seen = prepare_node_path(store, path, overwrite)
         store.set(metadata_key(path), metadata.to_bytes())
-        sync_consolidated(store, changed=[*made, path], removed=[path] if cleared else ())
+        sync_consolidated(store, changed=[*made, path], removed=[path] if cleared else (),
+                          known=seen)
     return metadata
 
 
-def prepare_node_path(store: Store, path: str, overwrite: bool) -> tuple[list[str], bool]:
+def prepare_node_path(store: Store, path: str, overwrite: bool
+                      ) -> tuple[list[str], bool, dict[str, bytes]]:
     """Inside a write transaction: clear ``path`` (or fail) and make sure its ancestors
     are groups. Walks up from the parent to the nearest ancestor that exists, creating
     the missing groups on the way: an existing group got its own ancestors when it was
     made, so the common case (the parent exists) costs one read. Returns the paths of
-    the groups it made and whether it erased something at ``path``."""
+    the groups it made, whether it erased something at ``path``, and the ancestors'
+    documents it read or wrote (for :func:`sync_consolidated`, which need not read them
+    again)."""
     cleared = False
     if store.exists(metadata_key(path)) or (overwrite and path and any(
             True for _ in store.list_prefix(path + "/"))):
@@ -72,9 +77,10 @@ def prepare_node_path(store: Store, path: str, overwrite: bool) -> tuple[list[st
         store.erase_prefix(path + "/" if path else "")
         cleared = True
     if not path:
-        return [], cleared
+        return [], cleared, {}
     ancestor = path
     missing = []
+    seen = {}
     while ancestor:
         ancestor = ancestor.rpartition("/")[0]
         data = store.get(metadata_key(ancestor))
@@ -84,11 +90,13 @@ def prepare_node_path(store: Store, path: str, overwrite: bool) -> tuple[list[st
         if _node_type(data, ancestor) != "group":
             raise NodeTypeError("an ancestor of the new node is an array",
                                 path="/" + ancestor)
+        seen[ancestor] = data
         break
     if missing:
         empty = GroupMetadata().to_bytes()
         store.set_many([(metadata_key(a), empty) for a in missing])
-    return missing, cleared
+        seen.update((a, empty) for a in missing)
+    return missing, cleared, seen
 
 
 #: zarr.json bytes -> node_type of small documents: the parent of many new arrays is

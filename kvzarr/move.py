@@ -51,7 +51,7 @@ def move_node(store: Store, source: str, dest: str) -> None:
         if store.exists(metadata_key(dest)) or any(True for _ in store.list_prefix(dest + "/")):
             raise NodeExistsError("the destination already holds keys", path="/" + dest,
                                   hint="delete it first, or choose another name")
-        made, _ = prepare_node_path(store, dest, overwrite=False)
+        made, _, _ = prepare_node_path(store, dest, overwrite=False)
         keys = list(store.list_prefix(source + "/"))
         # data first, then documents deepest first, the moved node's own last
         keys.sort(key=lambda k: (k.endswith(_DOC_SUFFIX), -k.count("/")))
