@@ -143,7 +143,7 @@ def consolidate_metadata(store: Any, path: str | None = None, *,
     try:
         return Group(st, node_path, consolidate(st, node_path))
     except BaseException:
-        if st is not store:
+        if not isinstance(store, Store):    # opened here (a stack closes its store)
             st.close()
         raise
 
@@ -192,5 +192,6 @@ def ones(shape: Any, store: Any = None, **kwargs: Any) -> Array:
     return create_array(store, shape=shape, fill_value=1, **kwargs)
 
 
-__all__ = ["array", "consolidate_metadata", "create_array", "create_group", "full", "group", "ones", "open",
-           "open_array", "open_group", "open_store", "read_node_metadata", "zeros"]
+__all__ = ["array", "consolidate_metadata", "create_array", "create_group", "full", "group",
+           "ones", "open", "open_array", "open_group", "open_store", "read_node_metadata",
+           "zeros"]

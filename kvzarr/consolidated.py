@@ -49,7 +49,9 @@ store; opening with ``use_consolidated=False`` ignores it.
 from __future__ import annotations
 
 import functools
+import json
 import unicodedata
+import uuid
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -230,6 +232,55 @@ def view_or_warn(data: bytes | None, path: str, required: bool) -> ConsolidatedV
 
 # -- writing -----------------------------------------------------------------------------
 
+#: the documents with a member this process wrote last (bytes -> parsed document): the
+#: next change under the same group reads back its own write without parsing it again
+#: (a member of a few hundred nodes is tens of kilobytes of JSON)
+_WRITTEN = BoundedMemo(8)
+
+
+def parsed_document(data: bytes, path: str) -> dict[str, Any]:
+    """``load_json(data)``, without parsing when this process wrote exactly these bytes
+    as a consolidating group's document. The dict may be shared: do not change it."""
+    doc = _WRITTEN.get(data)
+    return doc if doc is not None else load_json(data, "/" + path)
+
+
+def _write_document(store: Store, key: str, doc: dict[str, Any]) -> bytes:
+    """Write ``doc`` (which nothing may change afterwards; its member built by
+    :func:`member_of`) and remember it."""
+    data = _encode_document(doc)
+    store.set(key, data)
+    _WRITTEN.keep(data, doc)
+    return data
+
+
+#: JSON text ("key":entry) of the entries written lately, by the identity of the
+#: entry's dict (kept with it, so the id is not reused): the entries a member keeps from
+#: one update to the next are the same objects (:func:`parsed_document`), so an update
+#: encodes only the entries it changed and joins the rest as text
+_ENTRY_TEXT = BoundedMemo(1 << 15)
+#: what kvzarr writes (metadata.v3.encode_json), as text
+_TEXT = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+#: stands for the member while the rest of the document is encoded
+_PLACEHOLDER = f"kvzarr-consolidated-member-{uuid.uuid4().hex}"
+
+
+def _encode_document(doc: dict[str, Any]) -> bytes:
+    """``encode_json(doc)``, with the member's entries joined from their remembered
+    text: the same bytes, for the cost of encoding what changed."""
+    member = doc[MEMBER]
+    parts = []
+    for rel, entry in member["metadata"].items():
+        hit = _ENTRY_TEXT.get(id(entry))
+        if hit is None or hit[0] is not entry or hit[1] != rel:
+            hit = _ENTRY_TEXT.keep(id(entry), (entry, rel,
+                                               f"{_TEXT.encode(rel)}:{_TEXT.encode(entry)}"))
+        parts.append(hit[2])
+    text = _TEXT.encode({**doc, MEMBER: _PLACEHOLDER}).replace(
+        _TEXT.encode(_PLACEHOLDER),
+        '{"kind":"inline","must_understand":false,"metadata":{' + ",".join(parts) + "}}", 1)
+    return text.encode("utf-8")
+
 def collect(store: Store, path: str) -> dict[str, dict[str, Any]]:
     """Relative path -> document of every node below the group at ``path``, found by
     walking the store (``list_dir`` group by group; arrays are not entered). Directories
@@ -275,8 +326,9 @@ def consolidate(store: Store, path: str) -> GroupMetadata:
         if not isinstance(parse_node_metadata(doc, "/" + path), GroupMetadata):
             raise NodeTypeError("an array, not a group, is at this path", path="/" + path)
         doc[MEMBER] = member_of({rel: as_entry(d) for rel, d in collect(store, path).items()})
-        store.set(key, encode_json(doc))
-    fresh = parse_node_metadata(doc, "/" + path)
+        data = _write_document(store, key, doc)
+    # parsed from the bytes: the metadata handed out must not share the remembered dicts
+    fresh = parse_node_metadata(data, "/" + path)
     assert isinstance(fresh, GroupMetadata)
     return fresh
 
@@ -324,7 +376,7 @@ def _update(store: Store, holder: str, changed: Sequence[str],
     if data is None or _MARK not in data:
         return
     try:
-        doc = load_json(data, "/" + holder)
+        doc = dict(parsed_document(data, holder))    # changed below: a copy
     except MetadataError:
         return     # a broken document: nothing kvzarr or any reader can use
     if doc.get("node_type") != "group" or doc.get(MEMBER) is None:
@@ -354,8 +406,8 @@ def _update(store: Store, holder: str, changed: Sequence[str],
                 for sub, d in collect(store, _join(holder, rel)).items():
                     entries[f"{rel}/{sub}"] = as_entry(d)
     _add_missing_parents(store, holder, entries, mine_changed)
-    doc[MEMBER] = member_of(entries)
-    store.set(key, encode_json(doc))
+    doc[MEMBER] = member_of(entries)     # new objects: the parsed original is not changed
+    _write_document(store, key, doc)
 
 
 def _drop_subtree(entries: dict[str, Any], rel: str) -> None:
@@ -380,5 +432,5 @@ def _add_missing_parents(store: Store, holder: str, entries: dict[str, Any],
 
 
 __all__ = ["ConsolidatedView", "MEMBER", "as_entry", "collect", "consolidate",
-           "member_entries", "member_of", "parse_view", "read_view", "sync_consolidated",
-           "view_or_warn"]
+           "member_entries", "member_of", "parse_view", "parsed_document", "read_view",
+           "sync_consolidated", "view_or_warn"]

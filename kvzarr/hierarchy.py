@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .array import Array
-from .consolidated import sync_consolidated
+from .consolidated import parsed_document, sync_consolidated
 from .creation import build_array_metadata
 from .engine.config import ArrayConfig
 from .errors import MetadataError, NodeExistsError, NodeTypeError
@@ -109,7 +109,10 @@ def _node_type(data: bytes, path: str) -> str:
     """The node_type of a zarr.json document, read without building its metadata."""
     node_type = _NODE_TYPES.get(data)
     if node_type is None:
-        doc = load_json(data, "/" + path)
+        # a large document is mostly a consolidating group's, which this process may
+        # have just written: read back without parsing
+        doc = parsed_document(data, path) if len(data) > _NODE_TYPE_DOC_MAX \
+            else load_json(data, "/" + path)
         node_type = doc.get("node_type")
         if doc.get("zarr_format") != 3 or node_type not in ("array", "group"):
             # not a v3 node: let the full parser say what is wrong with it

@@ -12,6 +12,7 @@ import pytest
 
 import kvzarr
 from kvzarr.errors import NodeExistsError, NodeNotFoundError, NodeTypeError
+from kvzarr.metadata.v3 import encode_json
 
 from .conftest import Recording, assert_member_true, snapshot, stored_member
 
@@ -137,3 +138,7 @@ def test_changes_inside_one_transaction_are_all_in_the_member(store_factory):
             root.create_array(f"v{i:02d}", shape=(4,), dtype="int32", attributes={"i": i})
     assert_member_true(store)
     assert len(stored_member(store)["metadata"]) == 20
+    # the document joined from remembered entry texts is byte for byte what the plain
+    # encoder writes
+    data = store.get("zarr.json")
+    assert data == encode_json(json.loads(data))
