@@ -281,6 +281,7 @@ def _encode_document(doc: dict[str, Any]) -> bytes:
         '{"kind":"inline","must_understand":false,"metadata":{' + ",".join(parts) + "}}", 1)
     return text.encode("utf-8")
 
+
 def collect(store: Store, path: str) -> dict[str, dict[str, Any]]:
     """Relative path -> document of every node below the group at ``path``, found by
     walking the store (``list_dir`` group by group; arrays are not entered). Directories
@@ -343,8 +344,9 @@ def sync_consolidated(store: Store, *, changed: Iterable[str] = (),
     (and, should the path hold a node again by now, get those the store has).
 
     Costs one batched read of the ancestors' documents when none holds a member (no JSON
-    is parsed: a substring test passes them over); per holding ancestor a parse and a
-    rewrite of its document. ``known``: ancestors' documents the caller read in this
+    is parsed: a substring test passes them over); per holding ancestor a
+    read-modify-write of its document (a document this process wrote last is not parsed
+    again, and only the changed entries are encoded). ``known``: ancestors' documents the caller read in this
     transaction, not read again (used on a transactional store only: on a directory a
     member written since must be seen). A member that is not valid in form (see
     :func:`member_entries`) is removed rather than updated. See the module docstring for

@@ -14,7 +14,7 @@ from typing import Any
 
 from kvzarr.stores.base import Store
 from kvzarr.transformers.base import Transformer
-from tests.stores.conftest import BACKENDS, StoreFactory, store_factory  # noqa: F401
+from tests.stores.conftest import store_factory  # noqa: F401
 
 EMPTY = {"kind": "inline", "must_understand": False, "metadata": {}}
 
