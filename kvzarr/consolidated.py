@@ -352,17 +352,24 @@ def sync_consolidated(store: Store, *, changed: Iterable[str] = (),
     :func:`member_entries`) is removed rather than updated. See the module docstring for
     what each kind of store promises."""
     changed, removed = list(changed), list(removed)
-    ancestors = sorted({a for p in (*changed, *removed) for a in _strict_ancestors(p)},
-                       key=lambda a: -a.count("/") if a else 1)
+    paths = changed + removed
+    if len(paths) == 1:     # the common case: one node (its ancestors come nearest first)
+        ancestors = _strict_ancestors(paths[0])
+    else:
+        ancestors = sorted({a for p in paths for a in _strict_ancestors(p)},
+                           key=lambda a: -a.count("/") if a else 1)
     if not ancestors:
         return
+    docs = dict(known) if known and store.capabilities.transactional else {}
+    unread = [a for a in ancestors if a not in docs]
+    if unread:
+        # (inside the caller's transaction: every caller changes the nodes in one)
+        docs.update(zip(unread, store.get_many([_key(a) for a in unread])))
+    holders = [a for a in ancestors
+               if (data := docs.get(a)) is not None and _MARK in data]
+    if not holders:
+        return
     with store.transaction():
-        docs = dict(known) if known and store.capabilities.transactional else {}
-        unread = [a for a in ancestors if a not in docs]
-        if unread:
-            docs.update(zip(unread, store.get_many([_key(a) for a in unread])))
-        holders = [a for a in ancestors
-                   if docs.get(a) is not None and _MARK in docs[a]]   # type: ignore[operator]
         for holder in holders:   # deepest first
             # the key lock serialises this read-modify-write on a store without
             # transactions; taken alone (never inside another key lock: no lock order
