@@ -8,8 +8,8 @@
 """
 
 from . import errors
-from .api import (array, create_array, create_group, full, group, ones, open, open_array,
-                  open_group, open_store, zeros)
+from .api import (array, consolidate_metadata, create_array, create_group, full, group, ones,
+                  open, open_array, open_group, open_store, zeros)
 from .array import Array
 from .compaction import compact
 from .copying import copy_store
@@ -20,8 +20,9 @@ from .stores import FilesystemStore, MemoryStore, Store
 __version__ = "0.1.0"
 
 __all__ = ["Array", "ArrayConfig", "FilesystemStore", "Group", "MemoryStore", "Store", "array",
-           "compact", "copy_store", "create_array", "create_group", "errors", "full", "group",
-           "ones", "open", "open_array", "open_group", "open_store", "zeros"]
+           "compact", "consolidate_metadata", "copy_store", "create_array", "create_group",
+           "errors", "full", "group", "ones", "open", "open_array", "open_group", "open_store",
+           "zeros"]
 
 #: stores whose backends import heavy libraries (SQLAlchemy, lmdb): loaded on first use
 _LAZY_STORES = ("LMDBStore", "SQLStore", "ZipStore")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from .array import Array
+from .consolidated import consolidate
 from .engine.config import array_config as _config
 from .errors import NodeNotFoundError, NodeTypeError, StoreConfigError
 from .group import Group, node_from_metadata
@@ -128,11 +129,17 @@ def open_array(store: Any = None, *, mode: str = "a", path: str | None = None,
 
 def open_group(store: Any = None, *, mode: str = "a", path: str | None = None,
                transformers: Any = None,
-               attributes: dict[str, Any] | None = None) -> Group:
+               attributes: dict[str, Any] | None = None,
+               use_consolidated: bool | None = None) -> Group:
     """Open the group at ``path`` (the root by default); with mode "a" create it when
     absent, with "w" replace whatever is there (erasing it, in one transaction), with
     "w-" create it and fail if anything is there. ``mode="r"`` opens read-only: every
-    write through the group and its members raises :class:`~kvzarr.errors.ReadOnlyError`."""
+    write through the group and its members raises :class:`~kvzarr.errors.ReadOnlyError`.
+
+    ``use_consolidated`` (as zarr-python): None lists members from the group's
+    consolidated metadata when it holds valid one (:mod:`kvzarr.consolidated`), else from
+    the store; True requires it (MetadataError when it is absent or not valid); False
+    always lists the store."""
     node_path = normalize_path(path)
     if mode in ("w", "w-"):   # (the arguments are checked before the store is opened)
         return create_group(store, path=node_path, attributes=attributes,
@@ -145,13 +152,38 @@ def open_group(store: Any = None, *, mode: str = "a", path: str | None = None,
         raise NodeNotFoundError("no group found", path="/" + node_path)
     if not isinstance(found, GroupMetadata):
         raise NodeTypeError("an array, not a group, is at this path", path="/" + node_path)
-    return Group(st, node_path, found, read_only=(mode == "r"))
+    group = Group(st, node_path, found, read_only=(mode == "r"),
+                  use_consolidated=use_consolidated)
+    if use_consolidated:
+        group._view(required=True)
+    return group
+
+
+def consolidate_metadata(store: Any, path: str | None = None, *,
+                         transformers: Any = None) -> Group:
+    """Write consolidated metadata into the ``zarr.json`` of the group at ``path`` (the
+    root by default): the document of every node below it, in the form zarr-python 3
+    writes (see :mod:`kvzarr.consolidated`), so that zarr-python, xarray
+    (``consolidated=True``) and kvzarr list the hierarchy from one read. Returns the
+    group. One write transaction; from then on every change kvzarr makes below the
+    group keeps it true. Also the repair after another tool changed the hierarchy
+    without updating it. NodeNotFoundError / NodeTypeError without a group at
+    ``path``."""
+    st = open_store(store, mode="r+", transformers=transformers)
+    node_path = normalize_path(path)
+    try:
+        return Group(st, node_path, consolidate(st, node_path))
+    except BaseException:
+        if not isinstance(store, Store):    # opened here (a stack closes its store)
+            st.close()
+        raise
 
 
 def open(store: Any = None, *, mode: str = "a", path: str | None = None,
          transformers: Any = None, **kwargs: Any) -> Array | Group:
     """Open whatever is at ``path``: an Array or a Group. If nothing is there, create an
     array when ``shape`` is given, else a group (modes "a", "w", "w-")."""
+    use_consolidated = kwargs.pop("use_consolidated", None)   # for a group (open_group)
     node_path = normalize_path(path)
     if mode in ("w", "w-"):   # (the arguments are checked before the store is opened)
         if "shape" in kwargs or "data" in kwargs:
@@ -168,7 +200,11 @@ def open(store: Any = None, *, mode: str = "a", path: str | None = None,
             return create_group(st, path=node_path, **kwargs)
         raise NodeNotFoundError("no array or group found", path="/" + node_path)
     config = _config(kwargs.pop("config", None), kwargs.pop("write_empty_chunks", None))
-    return node_from_metadata(st, node_path, found, read_only=(mode == "r"), config=config)
+    node = node_from_metadata(st, node_path, found, read_only=(mode == "r"), config=config,
+                              use_consolidated=use_consolidated)
+    if use_consolidated and isinstance(node, Group):
+        node._view(required=True)
+    return node
 
 
 def group(store: Any = None, **kwargs: Any) -> Group:
@@ -198,5 +234,6 @@ def ones(shape: Any, store: Any = None, **kwargs: Any) -> Array:
     return create_array(store, shape=shape, fill_value=1, **kwargs)
 
 
-__all__ = ["array", "create_array", "create_group", "full", "group", "ones", "open",
-           "open_array", "open_group", "open_store", "read_node_metadata", "zeros"]
+__all__ = ["array", "consolidate_metadata", "create_array", "create_group", "full", "group",
+           "ones", "open", "open_array", "open_group", "open_store", "read_node_metadata",
+           "zeros"]

@@ -80,6 +80,11 @@ class NodeTypeError(KvzarrError, TypeError):
     """An array was found where a group was expected, or the reverse."""
 
 
+class IncompatibleNodeError(NodeTypeError):
+    """``require_array`` found an array at the path, but not of the shape or data type
+    asked for (a TypeError, as zarr-python raises)."""
+
+
 # --- indexing -------------------------------------------------------------------------
 
 class RectilinearChunksError(KvzarrError, NotImplementedError):
@@ -248,6 +253,11 @@ class KvzarrWarning(UserWarning):
 class UnprotectedValueWarning(KvzarrWarning):
     """A value without a checksum record was read through a checksum transformer opened
     with ``missing="warn"``: it was returned unverified."""
+
+
+class InvalidConsolidatedMetadataWarning(KvzarrWarning):
+    """A group's consolidated metadata is not valid (see :mod:`kvzarr.consolidated`):
+    the listing was read from the store instead."""
 
 
 class InvalidStoredKeyWarning(KvzarrWarning):

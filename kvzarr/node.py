@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .attributes import Attributes
+from .consolidated import sync_consolidated
 from .errors import (InvalidKeyError, MetadataError, NodeNotFoundError, ReadOnlyError,
                      ValueTypeError)
 from .metadata.v3 import (ZARR_JSON, ArrayMetadata, GroupMetadata, encode_json, load_json,
@@ -110,18 +111,23 @@ class Node:
         store's key lock of it (no lost update on a store without transactions either;
         concurrent writers of the same document each see the other's change). Only the members
         ``edit`` changes are touched, so documents written by other tools keep their form.
-        The result is parsed (validated) before it is written."""
+        The result is parsed (validated) before it is written. The consolidated metadata
+        of the groups above that hold it is updated in the same transaction (on a store
+        without transactions right after, see :mod:`kvzarr.consolidated`)."""
         self._check_writable()
         key = metadata_key(self.path)
-        # the key lock makes it exclusive where the transaction does not (a directory)
-        with self.store.key_lock([key]), self.store.transaction():
-            data = self.store.get(key)
-            if data is None:
-                raise NodeNotFoundError("node was deleted", path=self.name)
-            doc = load_json(data, self.name)
-            edit(doc)
-            fresh = parse_node_metadata(doc, self.name)
-            self.store.set(key, encode_json(doc))
+        with self.store.transaction():
+            # the key lock makes it exclusive where the transaction does not (a
+            # directory); released before the ancestors' locks are taken
+            with self.store.key_lock([key]):
+                data = self.store.get(key)
+                if data is None:
+                    raise NodeNotFoundError("node was deleted", path=self.name)
+                doc = load_json(data, self.name)
+                edit(doc)
+                fresh = parse_node_metadata(doc, self.name)
+                self.store.set(key, encode_json(doc))
+            sync_consolidated(self.store, changed=[self.path])
         self._set_metadata(fresh)
 
     def _set_metadata(self, metadata: Any) -> None:

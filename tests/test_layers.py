@@ -20,7 +20,7 @@ _ABOVE_STORES = ["kvzarr.codecs", "kvzarr.grid", "kvzarr.indexing", "kvzarr.arra
                  "kvzarr.group", "kvzarr.metadata", "kvzarr.engine", "kvzarr.api",
                  "kvzarr.hierarchy", "kvzarr.creation", "kvzarr.node", "kvzarr.cli",
                  "kvzarr.attributes", "kvzarr.compaction", "kvzarr.copying",
-                 "kvzarr.array_info"]
+                 "kvzarr.array_info", "kvzarr.consolidated", "kvzarr.move"]
 
 # layer -> kvzarr modules it must never import (prefix match on the dotted name)
 FORBIDDEN = {
@@ -35,8 +35,9 @@ FORBIDDEN = {
                       "kvzarr.stores.url", "kvzarr.transformers", "kvzarr.array",
                       "kvzarr.group", "kvzarr.engine", "kvzarr.api", "kvzarr.hierarchy",
                       "kvzarr.metadata.v3"],
+    # (the chunk engine never touches consolidated metadata: only documents change it)
     "kvzarr.engine": ["kvzarr.array", "kvzarr.group", "kvzarr.api", "kvzarr.hierarchy",
-                      "kvzarr.transformers", "kvzarr.stores.lmdb", "kvzarr.stores.sql",
+                      "kvzarr.consolidated", "kvzarr.transformers", "kvzarr.stores.lmdb", "kvzarr.stores.sql",
                       "kvzarr.stores.zip", "kvzarr.stores.filesystem",
                       "kvzarr.stores.memory"],
     "kvzarr.indexing": ["kvzarr.codecs", "kvzarr.stores", "kvzarr.array", "kvzarr.metadata",
@@ -51,6 +52,9 @@ FORBIDDEN = {
                        "kvzarr.api", "kvzarr.group", "kvzarr.hierarchy"],
     "kvzarr.array_info": ["kvzarr.cli", "kvzarr.api", "kvzarr.group", "kvzarr.hierarchy"],
     "kvzarr.hierarchy": ["kvzarr.group", "kvzarr.api"],
+    # consolidated metadata sits just above the documents: every node module calls it
+    "kvzarr.consolidated": ["kvzarr.array", "kvzarr.group", "kvzarr.api", "kvzarr.hierarchy",
+                            "kvzarr.node", "kvzarr.move", "kvzarr.engine"],
     "kvzarr.group": ["kvzarr.api"],
     "kvzarr.errors": ["kvzarr."],
 }
