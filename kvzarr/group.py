@@ -333,9 +333,13 @@ class Group(Node):
         return self.empty(name=name, **{**_like(data), **kwargs})
 
     def zeros_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+        """:meth:`zeros` with the shape and data type (and chunks and codecs) of
+        ``data``, as :meth:`empty_like` takes them."""
         return self.zeros(name=name, **{**_like(data), **kwargs})
 
     def ones_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+        """:meth:`ones` with the shape and data type (and chunks and codecs) of ``data``,
+        as :meth:`empty_like` takes them."""
         return self.ones(name=name, **{**_like(data), **kwargs})
 
     def full_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
