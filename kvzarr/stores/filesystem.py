@@ -98,6 +98,8 @@ class FilesystemStore(Store):
             self.capabilities = replace(self.capabilities, key_locks=False)
         self.root = Path(root).absolute()
         self.fsync = fsync
+        self._options = dict(read_only=read_only, fsync=fsync, lock_timeout=lock_timeout,
+                             key_locks=key_locks)
         if not read_only:
             try:
                 self.root.mkdir(parents=True, exist_ok=True)
@@ -137,6 +139,9 @@ class FilesystemStore(Store):
 
     def _close(self) -> None:
         self._locks.close()
+
+    def _reopen_args(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return (str(self.root),), dict(self._options)
 
     def _path(self, key: str) -> Path:
         if _MARKERS in key and (TEMP_MARKER in key or APPEND_MARKER in key
