@@ -46,6 +46,7 @@ def node_from_metadata(store: Store, path: str, metadata: ArrayMetadata | GroupM
 
 class Group(Node):
     metadata: GroupMetadata
+    _metadata_kind = GroupMetadata
 
     def _child_path(self, name: str) -> str:
         rel = normalize_path(name)
