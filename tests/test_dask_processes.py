@@ -16,6 +16,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import kvzarr
 
@@ -117,3 +119,26 @@ def test_store_with_a_distributed_cluster_loses_no_update(tmp_path, name, client
     back = da.from_array(a, chunks=DASK_CHUNKS).sum().compute(scheduler=client)
     assert int(back) == int(source().sum())
     a.close()
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_store_and_from_array_agree_with_numpy_for_any_chunking(data):
+    """Any shape, storage chunks, dask chunks and region, with dask's threads: what
+    ``da.store`` writes and ``da.from_array`` reads back is what numpy gives."""
+    ndim = data.draw(st.integers(1, 3))
+    shape = tuple(data.draw(st.lists(st.integers(1, 9), min_size=ndim, max_size=ndim)))
+    chunks = tuple(data.draw(st.integers(1, n + 2)) for n in shape)
+    dask_chunks = tuple(data.draw(st.integers(1, n)) for n in shape)
+    region = tuple(slice(*sorted(data.draw(st.lists(st.integers(0, n), min_size=2,
+                                                         max_size=2)))) for n in shape)
+    model = np.full(shape, FILL, dtype="i4")
+    values = np.arange(model[region].size, dtype="i4").reshape(model[region].shape)
+    model[region] = values
+    a = kvzarr.create_array(None, shape=shape, chunks=chunks, dtype="i4", fill_value=FILL)
+    if values.size:
+        da.store(da.from_array(values, chunks=dask_chunks), a, regions=region,
+                 lock=False, scheduler="threads")
+    assert np.array_equal(a[...], model)
+    assert np.array_equal(da.from_array(a, chunks=dask_chunks).compute(scheduler="threads"),
+                          model)

@@ -436,9 +436,10 @@ class Store(ABC):
         """Release what the store holds (connections, environments, lock files); a
         transformer closes the stack down to the store. Idempotent. Afterwards every
         operation raises StoreClosedError; nothing committed is lost (commits are
-        durable when they return), a transaction still open in another thread is not
-        committed. Not needed for correctness at process exit, only to free resources
-        (and, for LMDB, to let this process reopen the file with other options)."""
+        durable when they return). Close a store only once no other thread is inside
+        one of its transactions. Not needed for correctness at process exit, only to
+        free resources (and, for LMDB, to let this process reopen the file with other
+        options)."""
         if self._closed:
             return
         self._closed = True
