@@ -8,11 +8,18 @@ names (``"cache"``, ``"checksum"``, ``"append_shards"``), dicts of a name and op
 transformer instances. ``mode`` follows zarr-python: ``r`` read-only, ``r+`` must
 exist, ``a`` open or create (default), ``w`` create and overwrite, ``w-`` create, fail
 if something is there.
+
+Who closes the store: a node opened from a path or URL owns the store the function
+opened, and ``node.close()`` (or ``with kvzarr.open(path) as node:``) closes it; if the
+function fails, that store is closed before the error leaves it. A Store object passed
+in stays open: it is the caller's to close.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from .array import Array
 from .consolidated import consolidate
@@ -47,11 +54,36 @@ def open_store(target: Any = None, *, mode: str = "a", transformers: Any = None)
         raise
 
 
+_Opener = TypeVar("_Opener", bound=Callable[..., Any])
+
+
+def _owning(opener: _Opener) -> _Opener:
+    """Make ``opener(store, ...)`` open a path or URL itself, so the node it returns owns
+    that store (``node.close()`` closes it) and a failure closes it again. A Store passed
+    in goes through untouched and stays the caller's."""
+    @functools.wraps(opener)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        target = args[0] if args else kwargs.pop("store", None)
+        if isinstance(target, Store):
+            return opener(target, *args[1:], **kwargs)
+        st = open_store(target, mode=kwargs.get("mode", "a"),
+                        transformers=kwargs.pop("transformers", None))
+        try:
+            node = opener(st, *args[1:], **kwargs)
+        except BaseException:
+            st.close()
+            raise
+        node._owns_store = True
+        return node
+    return call  # type: ignore[return-value]
+
+
 def _existing(store: Store, path: str) -> ArrayMetadata | GroupMetadata | None:
     data = store.get(metadata_key(path))
     return None if data is None else parse_node_metadata(data, "/" + path)
 
 
+@_owning
 def create_array(store: Any = None, *, name: str | None = None, shape: Any = None,
                  dtype: Any = None, data: Any = None, chunks: Any = "auto",
                  shards: Any = None, fill_value: Any = None, filters: Any = None,
@@ -87,6 +119,7 @@ def create_array(store: Any = None, *, name: str | None = None, shape: Any = Non
                      config=cfg, overwrite=overwrite, data=data, metadata=metadata)
 
 
+@_owning
 def create_group(store: Any = None, *, path: str | None = None,
                  attributes: dict[str, Any] | None = None, overwrite: bool = False,
                  mode: str = "a", transformers: Any = None) -> Group:
@@ -102,6 +135,7 @@ def create_group(store: Any = None, *, path: str | None = None,
                                           overwrite=overwrite))
 
 
+@_owning
 def open_array(store: Any = None, *, mode: str = "a", path: str | None = None,
                transformers: Any = None,
                name: str | None = None, config: Any = None,
@@ -127,6 +161,7 @@ def open_array(store: Any = None, *, mode: str = "a", path: str | None = None,
     return Array(st, node_path, found, read_only=(mode == "r"), config=cfg)
 
 
+@_owning
 def open_group(store: Any = None, *, mode: str = "a", path: str | None = None,
                transformers: Any = None,
                attributes: dict[str, Any] | None = None,
@@ -179,6 +214,7 @@ def consolidate_metadata(store: Any, path: str | None = None, *,
         raise
 
 
+@_owning
 def open(store: Any = None, *, mode: str = "a", path: str | None = None,
          transformers: Any = None, **kwargs: Any) -> Array | Group:
     """Open whatever is at ``path``: an Array or a Group. If nothing is there, create an

@@ -105,12 +105,16 @@ class Array(Node):
     """
 
     metadata: ArrayMetadata
+    _metadata_kind = ArrayMetadata
 
     def __init__(self, store: Store, path: str, metadata: ArrayMetadata, *,
                  read_only: bool = False, config: ArrayConfig | None = None) -> None:
         super().__init__(store, path, metadata, read_only=read_only)
         self.config = config or DEFAULT_CONFIG
         self._set_metadata(metadata)
+
+    def _reopen_options(self) -> dict[str, Any]:
+        return {"config": self.config}
 
     def _set_metadata(self, metadata: ArrayMetadata) -> None:
         self._pipeline, evolved = _pipeline_for(metadata, self.config)

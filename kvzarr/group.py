@@ -70,6 +70,7 @@ class Group(Node):
     (``del g[name]``) erases its whole subtree in one store transaction."""
 
     metadata: GroupMetadata
+    _metadata_kind = GroupMetadata
 
     def __init__(self, store: Store, path: str, metadata: GroupMetadata, *,
                  read_only: bool = False, consolidated_by: str | None = _OWN,

@@ -7,8 +7,8 @@ from typing import Any
 
 from .attributes import Attributes
 from .consolidated import sync_consolidated
-from .errors import (InvalidKeyError, MetadataError, NodeNotFoundError, ReadOnlyError,
-                     ValueTypeError)
+from .errors import (InvalidKeyError, MetadataError, NodeNotFoundError, NodeTypeError,
+                     ReadOnlyError, ValueTypeError)
 from .metadata.v3 import (ZARR_JSON, ArrayMetadata, GroupMetadata, encode_json, load_json,
                           parse_node_metadata)
 from .stores.base import Store
@@ -62,19 +62,66 @@ def read_node_metadata(store: Store, path: str) -> ArrayMetadata | GroupMetadata
     return parse_node_metadata(data, path=path or "/")
 
 
+def reopen_node(cls: type, store: Store, path: str, read_only: bool,
+                options: dict[str, Any]) -> Any:
+    """A pickled node in the receiving process: its metadata read from the (reopened)
+    store now. NodeNotFoundError if it was deleted meanwhile, NodeTypeError if an array
+    became a group or the reverse."""
+    metadata = read_node_metadata(store, path)
+    if not isinstance(metadata, cls._metadata_kind):
+        raise NodeTypeError(f"a {cls.__name__} was pickled, but the node at this path is "
+                            f"no longer one", path="/" + path)
+    return cls(store, path, metadata, read_only=read_only, **options)
+
+
 class Node:
-    """Base of Array and Group: ``store``, ``path`` (without a leading "/"), the
-    ``metadata`` read when the handle was made (a handle sees another handle's resize
-    or attribute change once it is opened again), ``read_only``. Each operation runs in
-    its own store transaction, or joins the caller's ``with store.transaction():``."""
+from .consolidated import sync_consolidated
+    """Base of Array and Group.
+
+    Closing: ``node.close()`` (or leaving ``with kvzarr.open(...) as node:``) closes the
+    store when the opening function opened it from a path or URL (the node owns it);
+    every node on that store then raises StoreClosedError on use. A Store object passed
+    in by the caller stays the caller's to close: ``close()`` leaves it open. Closing
+    twice is a no-op.
+
+    Processes: a node pickles to (store, path, read_only, options), never to its data
+    or metadata; the receiving process opens the store (once per process, see
+    :mod:`kvzarr.stores.reopen`) and reads the node's metadata afresh, so a resize or
+    attribute change made in between is seen there. A node on a MemoryStore raises
+    NotPicklableError. A node unpickled in another process does not own its store."""
 
     metadata: ArrayMetadata | GroupMetadata
+    #: the metadata a node of this class stands for (checked when it is unpickled)
+    _metadata_kind: type = object
+    #: whether the opening function opened ``store`` for this node (close() closes it)
+    _owns_store = False
 
     def __init__(self, store: Store, path: str, metadata: Any, *, read_only: bool = False) -> None:
         self.store = store
         self.path = path
         self.metadata = metadata
         self.read_only = read_only or store.read_only
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the store if this node owns it (see the class docstring)."""
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (reopen_node, (type(self), self.store, self.path, self.read_only,
+                              self._reopen_options()))
+
+    def _reopen_options(self) -> dict[str, Any]:
+        """Keyword arguments of the constructor that travel with a pickled node."""
+        return {}
 
     @property
     def name(self) -> str:

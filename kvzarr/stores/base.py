@@ -33,6 +33,14 @@ Contracts every backend keeps:
   not valid keys, with an :class:`~kvzarr.errors.InvalidStoredKeyWarning`.
 * ``key_lock(keys)`` (where ``capabilities.key_locks``) makes a read-modify-write of
   those keys exclusive on a store without transactions; elsewhere it does nothing.
+* ``close()`` (or leaving ``with store:``) releases what the store holds; closing twice
+  is a no-op, and every operation on a closed store raises
+  :class:`~kvzarr.errors.StoreClosedError`.
+* A store pickles to what opens it again in the receiving process (its path or URL,
+  mode and options; a transformer: its options and the store below), never to its
+  connections, locks or thread state; see :mod:`.reopen`. A backend says how in
+  ``_reopen_args``; one that cannot cross processes (MemoryStore) raises
+  :class:`~kvzarr.errors.NotPicklableError` there.
 
 A storage transformer (:mod:`kvzarr.transformers`) is a Store too, wrapping another.
 """
@@ -46,10 +54,12 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import (AppendConflictError, InvalidByteRangeError, ReadOnlyError, UnsupportedOperationError,
+from ..errors import (AppendConflictError, InvalidByteRangeError, NotPicklableError,
+                      ReadOnlyError, StoreClosedError, UnsupportedOperationError,
                       ValueTypeError)
 from .byteranges import ByteRequest, apply_byte_request, check_request, check_write_offset
 from .keys import check_key, check_prefix, valid_children, valid_keys
+from .reopen import reopen
 
 
 # --- capabilities ---------------------------------------------------------------------
@@ -459,19 +469,62 @@ class Store(ABC):
     # -- lifecycle -----------------------------------------------------------------------
 
     def close(self) -> None:
-        """Release what the store holds open (files, connections, maps); idempotent.
-        Committed data never depends on it: a process that ends without closing loses
-        nothing it committed. Do not close a store another thread is still using.
-        ``with store:`` closes it on leaving the block."""
-        if not self._closed:
-            self._closed = True
+        """Release what the store holds (connections, environments, lock files); a
+        transformer closes the stack down to the store. Idempotent. Afterwards every
+        operation raises StoreClosedError; nothing committed is lost (commits are
+        durable when they return). Close a store only once no other thread is inside
+        one of its transactions. Not needed for correctness at process exit, only to
+        free resources (and, for LMDB, to let this process reopen the file with other
+        options)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
             self._close()
+        finally:
+            # The operations are shadowed on the instance by one that refuses, rather
+            # than each checking a flag: an open store pays nothing on its hot paths.
+            refuse = _refuse_closed(repr(self))
+            for name in _OPERATIONS:
+                setattr(self, name, refuse)
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
 
     def __enter__(self) -> "Store":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # -- crossing processes (see .reopen) ------------------------------------------------
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as ``reopen(class, *self._reopen_args())``: the receiving process
+        opens the same data itself (once per process for the same arguments). An open
+        transaction, a cache's contents or a lock held here do not travel. Only a store
+        whose ``capabilities.multi_process`` is true crosses; any other raises
+        NotPicklableError (a TypeError), as does a closed one (StoreClosedError)."""
+        if self._closed:
+            raise StoreClosedError(f"{self!r} is closed and cannot be pickled",
+                                   hint="pickle an open store")
+        args, kwargs = self._reopen_args()
+        if not self.capabilities.multi_process:
+            raise NotPicklableError(
+                f"{self!r} may be used by one process only (its capabilities do not "
+                f"include multi_process), so it is not sent to another",
+                hint="open the store with the options that let processes share it")
+        return (reopen, (type(self), args, kwargs))
+
+    def _reopen_args(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The positional and keyword arguments of ``type(self)`` that open this store's
+        data in another process (absolute paths: the other process may run elsewhere).
+        A backend that can cross processes overrides it."""
+        raise NotPicklableError(
+            f"{type(self).__name__} cannot be sent to another process: it does not say "
+            f"how to open its data there", hint="override Store._reopen_args")
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -545,6 +598,23 @@ class Transaction:
 
 #: the key lock of a store without one: a context manager that does nothing
 _NO_LOCK = nullcontext()
+
+#: what a closed store refuses: every public operation, and beginning a transaction
+#: (a Transaction made before the close and entered after)
+_OPERATIONS = ("get", "get_partial_values", "get_many", "exists_many", "get_many_views",
+               "iter_values", "set", "set_many", "set_partial_values", "append", "key_lock",
+               "change_counter", "append_policy", "erase", "erase_values", "erase_prefix",
+               "exists", "getsize", "getsize_prefix", "list", "list_prefix", "list_dir",
+               "transaction",
+               "_begin")
+
+
+def _refuse_closed(name: str) -> Any:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise StoreClosedError(f"{name} is closed; nothing was read or written",
+                               hint="open the store again (kvzarr.open_store or "
+                                    "kvzarr.open) to go on using its data")
+    return refuse
 
 
 class _TxnState(threading.local):

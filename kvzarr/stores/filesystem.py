@@ -113,6 +113,8 @@ class FilesystemStore(Store):
         self.root = Path(root).absolute()
         self._root_prefix = os.path.join(str(self.root), "")
         self.fsync = fsync
+        self._options = dict(read_only=read_only, fsync=fsync, lock_timeout=lock_timeout,
+                             key_locks=key_locks)
         if not read_only:
             try:
                 self.root.mkdir(parents=True, exist_ok=True)
@@ -152,6 +154,9 @@ class FilesystemStore(Store):
 
     def _close(self) -> None:
         self._locks.close()
+
+    def _reopen_args(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return (str(self.root),), dict(self._options)
 
     def _path(self, key: str) -> Path:
         return Path(self._file_name(key))

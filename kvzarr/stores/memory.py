@@ -23,6 +23,7 @@ from typing import Any
 
 from sortedcontainers import SortedDict
 
+from ..errors import NotPicklableError
 from .byteranges import ByteRequest, apply_byte_request, request_span
 from .base import Capabilities, Store, check_append_size, no_append_target
 from .keys import prefix_successor
@@ -76,6 +77,16 @@ class MemoryStore(Store):
         self._data: SortedDict = SortedDict()
         self._lock = threading.RLock()
         self._commits = 0   # the change counter
+
+    def _reopen_args(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """Never: another process could only get an empty store, and writes made there
+        would silently vanish."""
+        raise NotPicklableError(
+            "a MemoryStore cannot be sent to another process (pickled): its data lives "
+            "in this process's memory only, so the arrays and groups on it cannot "
+            "either", hint="keep the data in a file store the other processes can open "
+                           "(a path ending in .lmdb, .sqlite or .zip, or a directory), "
+                           "or use threads (dask's default threaded scheduler)")
 
     # The overlay of this thread's write transaction, or None.
     def _overlay(self) -> dict[str, Any] | None:

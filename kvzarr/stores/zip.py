@@ -413,6 +413,12 @@ class ZipStore(Store):
             if entry.name.startswith(start):
                 _unlink_quietly(Path(entry.path))
 
+    def _reopen_args(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return (str(self.path),), dict(
+            read_only=self.read_only, compression=self.compression,
+            compresslevel=self.compresslevel, fsync=self.fsync,
+            lock_timeout=self.lock_timeout)
+
     def _close(self) -> None:
         if self._lock_fd is not None and self._pid == current_pid():
             os.close(self._lock_fd)

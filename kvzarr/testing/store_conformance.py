@@ -25,6 +25,7 @@ without it the read-only tests build ``type(store)(read_only=True)``.
 from __future__ import annotations
 
 import array
+import pickle
 import threading
 from typing import Any
 
@@ -33,8 +34,8 @@ import pytest
 
 from ..stores.byteranges import OffsetRequest, RangeRequest, SuffixRequest
 from ..errors import (AppendConflictError, ConflictError, InvalidByteRangeError,
-                      InvalidKeyError, ReadOnlyError, UnsupportedOperationError,
-                      ValueTypeError)
+                      InvalidKeyError, NotPicklableError, ReadOnlyError, StoreClosedError,
+                      UnsupportedOperationError, ValueTypeError)
 from ..stores.base import Store
 from ..transformers.base import stack_layers
 
@@ -1108,3 +1109,73 @@ class StoreConformance:
         waiter.join(30)
         with pytest.raises(InvalidKeyError):
             store.key_lock(["a//b"])
+
+    # -- closing, and crossing processes -------------------------------------------------
+
+    def test_close_is_idempotent_and_a_closed_store_refuses_every_operation(
+            self, store: Store) -> None:
+        self.populate(store)
+        store.close()
+        store.close()
+        assert store.closed
+        for name, op in _OPERATIONS_ON_A_CLOSED_STORE:
+            with pytest.raises(StoreClosedError):
+                op(store)
+                pytest.fail(f"{name} worked on a closed store")
+        with pytest.raises(StoreClosedError):
+            pickle.dumps(store)
+
+    def test_pickled_store_opens_the_same_data(self, store: Store) -> None:
+        """A store that claims ``multi_process`` pickles to what opens its data again
+        (the same stack of layers with the same options; one store per process for the
+        same description); any other refuses with NotPicklableError. Processes proper
+        are tried in the tests of the stores and of dask."""
+        data = self.populate(store)
+        if not store.capabilities.multi_process:
+            with pytest.raises(NotPicklableError):
+                pickle.dumps(store)
+            return
+        blob = pickle.dumps(store)
+        clone = pickle.loads(blob)
+        try:
+            assert clone is not store and clone.read_only == store.read_only
+            assert pickle.loads(blob) is clone         # once per process
+            assert [(type(layer), getattr(layer, "options", dict)())
+                    for layer in stack_layers(clone)] == \
+                [(type(layer), getattr(layer, "options", dict)())
+                 for layer in stack_layers(store)]
+            assert dump(clone) == data
+            clone.set("from/clone", b"1")
+            assert store.get("from/clone") == b"1"
+        finally:
+            clone.close()
+        assert not store.closed and pickle.loads(blob) is not clone   # closed: opened anew
+        pickle.loads(blob).close()
+
+
+#: every operation of the interface, as (name, store -> anything)
+_OPERATIONS_ON_A_CLOSED_STORE: list[tuple[str, Any]] = [
+    ("get", lambda s: s.get("a/b")),
+    ("get_partial_values", lambda s: s.get_partial_values([("a/b", None), ("c", None)])),
+    ("get_many", lambda s: s.get_many(["a/b", "c"])),
+    ("exists_many", lambda s: s.exists_many(["a/b"])),
+    ("get_many_views", lambda s: s.get_many_views(["a/b"])),
+    ("iter_values", lambda s: list(s.iter_values(["a/b"]))),
+    ("set", lambda s: s.set("a/b", b"x")),
+    ("set_many", lambda s: s.set_many([("a/b", b"x")])),
+    ("set_partial_values", lambda s: s.set_partial_values([("a/b", 0, b"x")])),
+    ("append", lambda s: s.append("a/b", b"x", expected_size=1)),
+    ("key_lock", lambda s: s.key_lock(["a/b"])),
+    ("change_counter", lambda s: s.change_counter()),
+    ("append_policy", lambda s: s.append_policy()),
+    ("erase", lambda s: s.erase("a/b")),
+    ("erase_values", lambda s: s.erase_values(["a/b"])),
+    ("erase_prefix", lambda s: s.erase_prefix("a/")),
+    ("exists", lambda s: s.exists("a/b")),
+    ("getsize", lambda s: s.getsize("a/b")),
+    ("list", lambda s: list(s.list())),
+    ("list_prefix", lambda s: list(s.list_prefix("a/"))),
+    ("list_dir", lambda s: list(s.list_dir(""))),
+    ("transaction", lambda s: s.transaction().__enter__()),
+    ("read transaction", lambda s: s.transaction(write=False).__enter__()),
+]

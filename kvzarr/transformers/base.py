@@ -113,7 +113,9 @@ class Transformer(Store):
         return base
 
     def options(self) -> dict[str, Any]:
-        """The constructor options, for ``repr`` and ``Array.info``."""
+        """The constructor options, for ``repr``, ``Array.info`` and pickling: a
+        transformer pickles as ``type(self)(base, **self.options())``, so a subclass
+        with options returns every one of them."""
         return {}
 
     def stats(self) -> dict[str, int]:
@@ -240,6 +242,12 @@ class Transformer(Store):
 
     def _close(self) -> None:
         self.base.close()
+
+    def _reopen_args(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        # The stack pickles layer by layer: this transformer's options over the store
+        # below, which pickles itself (a MemoryStore at the bottom refuses). What the
+        # transformer holds (a cache's entries, counters) stays in this process.
+        return (self.base,), self.options()
 
     def __repr__(self) -> str:
         opts = ", ".join(f"{k}={v!r}" for k, v in self.options().items())

@@ -102,9 +102,12 @@ def test_same_file_twice_in_one_process_shares_the_environment(tmp_path: Path) -
             LMDBStore(path, durability="none")
         assert info.value.field == "durability"
     with LMDBStore(path, read_only=True) as ro:
-        with pytest.raises(StoreError):
-            LMDBStore(path)
-        assert ro.get("k") == b"1"
+        with LMDBStore(path) as rw:         # takes over the read-only environment
+            assert rw._shared is ro._shared
+            rw.set("k2", b"2")
+        assert ro.get("k") == b"1" and ro.get("k2") == b"2"
+        with pytest.raises(ReadOnlyError):
+            ro.set("k", b"x")
     with LMDBStore(path) as again:          # everything closed: opens afresh
         assert again.get("k") == b"1"
 
@@ -417,7 +420,7 @@ def test_pickled_store_reopens_in_another_process(tmp_path: Path) -> None:
     with LMDBStore(tmp_path / "x.lmdb", durability="relaxed") as s:
         s.set("k", b"v")
         clone = pickle.loads(pickle.dumps(s))       # same process: shares the env
-        assert clone._shared is s._shared and clone.get("k") == b"v"
+        assert clone is not s and clone._shared is s._shared and clone.get("k") == b"v"
         assert clone.durability == "relaxed"
         clone.close()
         assert s.get("k") == b"v"

@@ -218,8 +218,9 @@ class SharedEnv:
             except BaseException:
                 self.env.close()
                 raise
-            if self._meta is not None:
-                self._meta.close()   # the parent's map, after a fork
+            # The map it replaces (the parent's after a fork, the read-only one's after
+            # reopen_writable) is dropped, not closed: another thread may be reading it
+            # (change_counter's hot path); it is unmapped with its last reference.
             self._meta = MetaPages.open(self.data_file, self.psize, self.env)
         except lmdb.Error as e:
             raise _translate(e, path=self.path) from e
@@ -339,6 +340,36 @@ class SharedEnv:
         except lmdb.Error:
             pass
         return True
+
+    def reopen_writable(self) -> None:
+        """Reopen an environment opened read-only so that it can write: a process may
+        open an LMDB file only once (see the module docstring), so a writable store on a
+        file this process has open read-only takes over its environment. The read-only
+        stores on it go on reading through it (their own flag still refuses writes).
+        Waits for this process's open transactions to end; StoreError if the calling
+        thread holds one. If the file cannot be opened writable (permissions), the
+        environment is opened read-only again and the error is raised."""
+        gate, write_lock = self.gate, self.write_lock
+        if getattr(gate._mine, "n", 0):
+            raise StoreError(
+                "this LMDB file is open read-only in this process and this thread holds "
+                "a transaction on it, so it cannot be reopened writable now",
+                path=self.path, hint="open the writable store outside that transaction")
+        with gate.exclusive():        # no transaction of this process is open
+            self.env.close()
+            self.read_only = False
+            self.write_map = (self.write_map_option and sys.platform.startswith("linux")
+                              and hasattr(os, "posix_fallocate"))
+            try:
+                self._open()
+            except BaseException:
+                self.read_only, self.write_map = True, False
+                self._open()
+                raise
+            finally:
+                # _open() makes new locks for a forked child; the threads of this process
+                # may be waiting on these, so they stay
+                self.gate, self.write_lock = gate, write_lock
 
     def after_fork_in_child(self) -> None:
         # Locks copied from the parent may be held by threads that do not exist here.
@@ -504,16 +535,14 @@ def acquire(path: str, **options: Any) -> SharedEnv:
         shared = _registry.get(key)
         if shared is not None:
             shared.check_fork()
-            if options["read_only"] is False and shared.read_only:
-                raise StoreError(
-                    "this LMDB file is already open read-only in this process",
-                    path=path, hint="close the read-only store first")
             for name, attr in (("durability", "durability"), ("lock", "lock"),
                                ("write_map", "write_map_option")):
                 if options[name] != getattr(shared, attr):
                     raise StoreConfigError(
                         f"this LMDB file is already open in this process with "
                         f"{name}={getattr(shared, attr)!r}", path=path, field=name)
+            if options["read_only"] is False and shared.read_only:
+                shared.reopen_writable()
         else:
             shared = SharedEnv(path, **options)
             _registry[key] = shared

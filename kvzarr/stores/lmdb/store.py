@@ -32,7 +32,8 @@ from typing import Any
 import lmdb
 
 from ..byteranges import ByteRequest, apply_byte_request
-from ...errors import ConflictError, KvzarrError, StoreConfigError, StoreError
+from ...errors import (ConflictError, KvzarrError, StoreClosedError, StoreConfigError,
+                       StoreError)
 from ..base import Capabilities, Store
 from ...runtime import process as _process
 from ...runtime.process import current_pid
@@ -145,7 +146,7 @@ class LMDBStore(Store):
 
     def _env(self) -> SharedEnv:
         if self._closed:
-            raise StoreError("the store is closed", path=self.path)
+            raise StoreClosedError("the store is closed", path=self.path)
         shared = self._shared
         if current_pid() != shared.pid:
             shared.check_fork()
@@ -448,9 +449,9 @@ class LMDBStore(Store):
     def _close(self) -> None:
         _env.release(self._shared)
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def _reopen_args(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
         # Another process opens the file itself; an environment never crosses processes.
-        return (_reopen, (self.path, self._options))
+        return (os.path.abspath(self.path),), dict(self._options)
 
     def __repr__(self) -> str:
         return f"LMDBStore({self.path!r})"
@@ -472,7 +473,3 @@ def _touch(txn: Any, arg: None) -> None:
 def _delete_many(txn: Any, keys: list[bytes]) -> None:
     for kb in keys:
         keymap.delete(txn, kb)
-
-
-def _reopen(path: str, options: dict[str, Any]) -> LMDBStore:
-    return LMDBStore(path, **options)

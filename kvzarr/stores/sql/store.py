@@ -97,6 +97,11 @@ class SQLStore(Store):
             self._backend.dispose()
             raise
         self._backend.set_table(self.layout.table)
+        #: what opens this store in another process (``_reopen_args``): a SQLite file by
+        #: its absolute path, a server by the URL as given (with its password, if any)
+        self._reopen = ((getattr(self._backend, "path", None) or os.fspath(url_or_path),),
+                        dict(read_only=read_only, busy_timeout=busy_timeout,
+                             retries=retries, table=table, synchronous=synchronous))
         self.max_key_bytes = self._backend.max_key_bytes
         #: kvzarr's own layout has the segments table; the legacy layouts get no appends
         self._appendable = self.layout.kind == KVZARR
@@ -605,6 +610,9 @@ class SQLStore(Store):
         self._backend.dispose()
         if counter is not None:
             counter.close()       # its map only once every connection is closed
+
+    def _reopen_args(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return self._reopen[0], dict(self._reopen[1])
 
     def __repr__(self) -> str:
         ro = ", read_only=True" if self.read_only else ""
