@@ -21,3 +21,11 @@ __version__ = "0.1.0"
 __all__ = ["Array", "ArrayConfig", "FilesystemStore", "Group", "MemoryStore", "Store", "array",
            "compact", "create_array", "create_group", "errors", "full", "group", "ones",
            "open", "open_array", "open_group", "open_store", "zeros"]
+
+
+def __getattr__(name: str):
+    # kvzarr.ZarrStore imports zarr-python (the "zarr" extra) on first use only
+    if name == "ZarrStore":
+        from .zarr_store import ZarrStore
+        return ZarrStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

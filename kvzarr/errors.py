@@ -219,6 +219,17 @@ class StorePermissionError(StoreError, PermissionError):
     read-only filesystem); nothing of the refused operation was written."""
 
 
+class StoreClosedError(StoreError, ValueError):
+    """An operation on a store (or a node on it) after the store was closed. A
+    ValueError as well, as Python's own files raise on I/O after ``close()``."""
+
+
+class NotPicklableError(KvzarrError, TypeError):
+    """An object that cannot be sent to another process: a MemoryStore (and the arrays,
+    groups and transformer stacks on one), whose data lives only in this process's
+    memory. A TypeError, as ``pickle`` raises for objects it cannot pickle."""
+
+
 class SchemaVersionError(StoreError):
     """A database was written with a different schema version than this kvzarr uses."""
 
