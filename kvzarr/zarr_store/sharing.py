@@ -120,9 +120,10 @@ def origin_for(target: Any, transformers: Any) -> Origin:
         return origin
 
 
-#: the origins of Store objects passed without transformers: ZarrStores on one object
-#: share it (and its transaction block)
-_object_origins: "weakref.WeakKeyDictionary[Store, Origin]" = weakref.WeakKeyDictionary()
+#: the origins of Store objects passed without transformers, by the object's id:
+#: ZarrStores on one object share it (and its transaction block). Weak values: an
+#: origin (which holds its store, so the id stays taken) goes with its last ZarrStore.
+_object_origins: "weakref.WeakValueDictionary[int, Origin]" = weakref.WeakValueDictionary()
 
 
 def origin_of(store: Store, transformers: Any, token: str | None) -> Origin:
@@ -132,9 +133,10 @@ def origin_of(store: Store, transformers: Any, token: str | None) -> Origin:
         stack = open_store(store, transformers=transformers)
         return Origin(None, token or uuid.uuid4().hex, stack)
     with _origins_lock:
-        origin = _object_origins.get(store)
-        if origin is None:
-            origin = _object_origins[store] = Origin(None, token or uuid.uuid4().hex, store)
+        origin = _object_origins.get(id(store))
+        if origin is None or origin.store is not store:
+            origin = Origin(None, token or uuid.uuid4().hex, store)
+            _object_origins[id(store)] = origin
         return origin
 
 

@@ -39,6 +39,30 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     return True
 
 
+@pytest.fixture(scope="session")
+def reused_locations(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One location per backend for the whole session, emptied for each test that takes
+    it (creating a SQLite file or a PostgreSQL table per test would cost most of the
+    run): backend -> target."""
+    return {"_root": tmp_path_factory.mktemp("zarr-store-locations")}
+
+
+def empty_target(backend: str, reused: dict[str, Any]) -> Any:
+    """The session's location of ``backend`` (see ``reused_locations``), emptied."""
+    if backend == "memory":
+        from kvzarr.stores.memory import MemoryStore
+        return MemoryStore()
+    target = reused.get(backend)
+    if target is None:
+        target = reused[backend] = make_target(backend, reused["_root"])
+    close_zarr_stores_under(reused["_root"])     # what the last test left open
+    store = target if not isinstance(target, (str, Path)) else open_store(target)
+    store.erase_prefix("")
+    if store is not target:
+        store.close()
+    return target
+
+
 def make_target(backend: str, tmp: Path) -> Any:
     """A new, empty location of ``backend`` under ``tmp``, as a ZarrStore target."""
     if backend == "memory":
@@ -62,11 +86,15 @@ def _close_zarr_stores(tmp_path: Path) -> Iterator[None]:
     """Close the kvzarr stores the test's ZarrStores opened under its tmp_path (zarr's
     tests leave stores open): an LMDB environment would outlive its files."""
     yield
+    close_zarr_stores_under(tmp_path)
+
+
+def close_zarr_stores_under(root: Path) -> None:
     import sys
     module = sys.modules.get("kvzarr.zarr_store.sharing")
     if module is None:
         return
-    places = (str(tmp_path), os.path.realpath(tmp_path))
+    places = (str(root), os.path.realpath(root))
     for origin in list(module._origins.values()):
         if any(p in origin.token for p in places) and origin.store is not None:
             store, origin.store, origin.refs = origin.store, None, 0

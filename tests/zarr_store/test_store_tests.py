@@ -4,7 +4,6 @@ a ZarrStore over every backend of kvzarr's test suite."""
 from __future__ import annotations
 
 import pickle
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +19,7 @@ from kvzarr.stores.base import Store  # noqa: E402
 from kvzarr.stores.memory import MemoryStore  # noqa: E402
 from kvzarr.zarr_store import ZarrStore  # noqa: E402
 
-from .conftest import BACKEND_NAMES, make_target  # noqa: E402
+from .conftest import BACKEND_NAMES, empty_target  # noqa: E402
 
 
 class TestZarrStoreConformance(StoreTests[ZarrStore, cpu.Buffer]):
@@ -28,8 +27,9 @@ class TestZarrStoreConformance(StoreTests[ZarrStore, cpu.Buffer]):
     buffer_cls = cpu.Buffer
 
     @pytest.fixture(params=BACKEND_NAMES)
-    def store_kwargs(self, request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
-        return {"target": make_target(request.param, tmp_path)}
+    def store_kwargs(self, request: pytest.FixtureRequest,
+                     reused_locations: dict[str, Any]) -> dict[str, Any]:
+        return {"target": empty_target(request.param, reused_locations)}
 
     @pytest.fixture
     def store(self, open_kwargs: dict[str, Any]) -> Any:
