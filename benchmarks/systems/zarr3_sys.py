@@ -50,7 +50,8 @@ class Zarr3System(ZarrPythonSystem):
             if self.kind == "kvzarr":
                 import kvzarr
                 st = kvzarr.ZarrStore(loc)
-                st.run_inline = self.info.kwargs.get("inline", True)
+                if "offload_bytes" in self.info.kwargs:
+                    st.offload_bytes = self.info.kwargs["offload_bytes"]
             elif self.kind == "memory":
                 st = self.zarr.storage.MemoryStore()
             else:

@@ -57,10 +57,13 @@ class ZarrStore(_ZarrStore):
       (``with_read_only``, pickling) of one ZarrStore. ``read_only`` does not count.
     """
 
-    #: run kvzarr's calls inline on zarr's event loop (True, measured faster: see the
-    #: package docstring) or on the loop's thread pool (False: what zarr's LocalStore
-    #: does; kept for the benchmarks that compare the two)
-    run_inline: bool = True
+    #: where kvzarr's calls run: reads and write groups of values smaller than this many
+    #: bytes inline on zarr's event loop (a hand-off to a thread and back costs more
+    #: than such a call), larger ones on the loop's thread pool, where their copies
+    #: overlap zarr's decoding (the size of a read is guessed from the last ones). None:
+    #: always inline; 0: always on the thread pool (zarr's LocalStore does that).
+    #: Measured: see docs/xarray-and-dask.md.
+    offload_bytes: int | None = 256 << 10
 
     def __init__(self, target: Any, *, read_only: bool = False,
                  transformers: Any = None, _token: str | None = None) -> None:
@@ -77,6 +80,9 @@ class ZarrStore(_ZarrStore):
         self._transformers = transformers
         self._origin = origin
         self._open_lock = threading.Lock()
+        #: the size of recent reads (a moving average): whether the next one goes to a
+        #: thread (see offload_bytes)
+        self._typical = 0
         #: the writes waiting for their group commit, per event loop
         self._pending: dict[asyncio.AbstractEventLoop, list[tuple[tuple, asyncio.Future]]] = {}
 
@@ -122,7 +128,8 @@ class ZarrStore(_ZarrStore):
         copy._origin = self._origin
         copy._open_lock = threading.Lock()
         copy._pending = {}
-        copy.run_inline = self.run_inline
+        copy._typical = self._typical
+        copy.offload_bytes = self.offload_bytes
         return copy
 
     def __eq__(self, other: object) -> bool:
@@ -178,16 +185,26 @@ class ZarrStore(_ZarrStore):
 
     # -- running kvzarr's calls ------------------------------------------------------------
 
-    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """``fn(kvzarr store, *args)``: inline, or on the thread of an open
-        ``transaction()`` block."""
+    async def _run(self, fn: Callable[..., Any], *args: Any, size: int = 0) -> Any:
+        """``fn(kvzarr store, *args)``, moving ``size`` bytes: inline or on zarr's thread
+        pool (``offload_bytes``), or on the thread of an open ``transaction()`` block."""
         store = self._kv()
         txn = self._origin.txn
         if txn is None or txn.here():
-            if self.run_inline:
+            if not self._offloads(size):
                 return fn(store, *args)
             return await asyncio.get_running_loop().run_in_executor(None, fn, store, *args)
         return await asyncio.wrap_future(txn.submit(fn, store, *args))
+
+    def _offloads(self, size: int) -> bool:
+        limit = self.offload_bytes
+        return limit is not None and size >= limit
+
+    def _saw(self, values: list[Any]) -> None:
+        """Fold the sizes of values just read into the moving average."""
+        sizes = [len(v) for v in values if v is not None]
+        if sizes:
+            self._typical = (3 * self._typical + sum(sizes) // len(sizes)) >> 2
 
     def _run_sync(self, fn: Callable[..., Any], *args: Any) -> Any:
         store = self._kv()
@@ -200,9 +217,11 @@ class ZarrStore(_ZarrStore):
 
     async def get(self, key: str, prototype: Any = None,
                   byte_range: Any = None) -> Buffer | None:
-        value = await self._run(ops.read_one, key, ops.byte_request(byte_range))
+        value = await self._run(ops.read_one, key, ops.byte_request(byte_range),
+                                size=self._typical)
         if value is None:
             return None
+        self._typical = (3 * self._typical + len(value)) >> 2
         return (prototype or default_buffer_prototype()).buffer.from_bytes(value)
 
     async def get_partial_values(self, prototype: Any,
@@ -210,7 +229,8 @@ class ZarrStore(_ZarrStore):
         items = [(key, ops.byte_request(r)) for key, r in key_ranges]
         if not items:
             return []
-        values = await self._run(ops.read_ranges, items)
+        values = await self._run(ops.read_ranges, items, size=self._typical * len(items))
+        self._saw(values)
         buffer = (prototype or default_buffer_prototype()).buffer
         return [None if v is None else buffer.from_bytes(v) for v in values]
 
@@ -219,7 +239,10 @@ class ZarrStore(_ZarrStore):
         requests = list(requests)
         if not requests:
             return
-        values = await self._run(ops.read_ranges, [(k, ops.byte_request(r)) for k, _, r in requests])
+        values = await self._run(ops.read_ranges,
+                                 [(k, ops.byte_request(r)) for k, _, r in requests],
+                                 size=self._typical * len(requests))
+        self._saw(values)
         for (key, prototype, _), value in zip(requests, values):
             yield key, None if value is None else (
                 prototype or default_buffer_prototype()).buffer.from_bytes(value)
@@ -300,7 +323,7 @@ class ZarrStore(_ZarrStore):
             txn = self._origin.txn
             if txn is not None and not txn.here():
                 job: Any = txn.submit(ops.write_group, store, batch)
-            elif self.run_inline:
+            elif not self._offloads(sum(len(v) for kind, _, v in batch if kind == "set")):
                 _settle(futures, ops.write_group(store, batch))
                 return
             else:

@@ -286,3 +286,24 @@ def test_ranges_and_prefixes_match_the_store_interface(keys, data, prefix, start
             assert sorted([k async for k in ours.list_dir(prefix)]) == \
                 model_children(keys, prefix)
     asyncio.run(check())
+
+
+@pytest.mark.parametrize("offload_bytes", [None, 0, 1 << 10])
+def test_inline_and_thread_pool_calls_give_the_same_answers(offload_bytes, tmp_path: Path
+                                                            ) -> None:
+    """offload_bytes picks where kvzarr's calls run (inline, zarr's thread pool, by
+    size); reads, group commits and a transaction block answer alike on each."""
+    zs = ZarrStore(str(tmp_path / "x.sqlite"))
+    zs.offload_bytes = offload_bytes
+    data = np.arange(4096, dtype="int64").reshape(64, 64)       # 2 KiB chunks
+    a = zarr.create_array(zs, name="a", shape=data.shape, chunks=(8, 32), dtype="int64")
+    a[...] = data
+    reader = zarr.open_array(zs, path="a", mode="r")
+    assert reader.store.offload_bytes == offload_bytes        # kept by with_read_only
+    np.testing.assert_array_equal(reader[...], data)
+    with pytest.raises(RuntimeError):
+        with zs.transaction():
+            a[...] = 0
+            raise RuntimeError("roll back")
+    np.testing.assert_array_equal(a[...], data)
+    zs.close()
