@@ -42,14 +42,17 @@ the reserved ``__kvzarr/`` prefix it owns and leaves it out of listings. zarr-py
 never writes such keys itself.
 
 Threads, processes and the event loop. zarr-python runs a store's coroutines on its
-own event-loop thread. ZarrStore runs kvzarr's synchronous calls inline on that loop
-rather than on a worker thread: a kvzarr read is a few microseconds (LMDB) to a few
-tens (SQLite), less than what handing it to a thread and back costs, and zarr's
-decoding already runs on its thread pool (measured: see ``docs/xarray-and-dask.md``).
-A call that waits (a writer lock held by another process, a commit's sync) holds the
-loop for that time. Several threads may use one ZarrStore at once (kvzarr's stores
-are thread-safe); a ZarrStore may be pickled and used in another process (it reopens
-its target there), except one over a MemoryStore, whose data lives in this process only.
+own event-loop thread and starts up to ``async.concurrency`` chunk reads or writes at
+once. ZarrStore runs a kvzarr call that moves little data inline on that loop: a small
+read is a few microseconds (LMDB) to a few tens (SQLite), less than handing it to a
+thread and back. A call that moves ``ZarrStore.offload_bytes`` (256 KiB) or more (a
+read, judged by the size of the last ones; a group commit, by its bytes) runs on the
+loop's thread pool instead, where the copy of one chunk overlaps zarr's work on the
+others (measured: see ``docs/xarray-and-dask.md``). A call that waits (a writer lock
+held by another process, a commit's sync) holds the loop for that time when it runs
+inline. Several threads may use one ZarrStore at once (kvzarr's stores are
+thread-safe); a ZarrStore may be pickled and used in another process (it reopens its
+target there), except one over a MemoryStore, whose data lives in this process only.
 
 The ZarrStores on one path or URL (same transformers) in one process share one opened
 kvzarr store, and so does :meth:`ZarrStore.with_read_only`'s copy; it is closed when the
