@@ -48,9 +48,9 @@ read is a few microseconds (LMDB) to a few tens (SQLite), less than handing it t
 thread and back. A call that moves ``ZarrStore.offload_bytes`` (256 KiB) or more (a
 read, judged by the size of the last ones; a group commit, by its bytes) runs on the
 loop's thread pool instead, where the copy of one chunk overlaps zarr's work on the
-others (measured: see ``docs/xarray-and-dask.md``). A call that waits (a writer lock
-held by another process, a commit's sync) holds the loop for that time when it runs
-inline. Several threads may use one ZarrStore at once (kvzarr's stores are
+others (the ``zarrstore-threads`` benchmark group compares both ends). A call that
+waits (a writer lock held by another process, a commit's sync) holds the loop for that
+time when it runs inline. Several threads may use one ZarrStore at once (kvzarr's stores are
 thread-safe); a ZarrStore may be pickled and used in another process (it reopens its
 target there), except one over a MemoryStore, whose data lives in this process only.
 

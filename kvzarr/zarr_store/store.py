@@ -62,7 +62,7 @@ class ZarrStore(_ZarrStore):
     #: than such a call), larger ones on the loop's thread pool, where their copies
     #: overlap zarr's decoding (the size of a read is guessed from the last ones). None:
     #: always inline; 0: always on the thread pool (zarr's LocalStore does that).
-    #: Measured: see docs/xarray-and-dask.md.
+    #: The ``zarrstore-threads`` benchmark group compares the two ends.
     offload_bytes: int | None = 256 << 10
 
     def __init__(self, target: Any, *, read_only: bool = False,
