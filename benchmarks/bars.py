@@ -82,6 +82,12 @@ def check(res: Any) -> list[Bar]:
             b.against("kvzarr-fs", workload, metric, ["zarr3-local"], 1)
     for metric in ("write all", "read all"):
         b.against("kvzarr-fs", "W2", metric, ["zarr3-local"], 20)
+    # zarr-python 3 through kvzarr.ZarrStore on LMDB and SQLite at least as fast as
+    # zarr-python 3 on its own LocalStore
+    for ours in ("zarr3-kvzarr-lmdb", "zarr3-kvzarr-sql"):
+        for workload in ("W1", "W2", "W3"):
+            for metric in metrics.get(workload, []):
+                b.against(ours, workload, metric, ["zarr3-local"], 1)
     # LMDB: W2 at least the best peer and half of raw py-lmdb
     for metric in ("write all", "read all", "single-element reads"):
         b.against("kvzarr-lmdb", "W2", metric, LMDB_PEERS, 1,

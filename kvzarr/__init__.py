@@ -27,14 +27,20 @@ __all__ = ["Array", "ArrayConfig", "FilesystemStore", "Group", "MemoryStore", "S
 #: stores whose backends import heavy libraries (SQLAlchemy, lmdb): loaded on first use
 _LAZY_STORES = ("LMDBStore", "SQLStore", "ZipStore")
 __all__ += _LAZY_STORES
+#: the zarr-python 3 store adapter: imports zarr-python (the "zarr" extra) on first use
+#: only, so it is not in ``__all__`` (``from kvzarr import *`` must work without zarr)
+_LAZY_ADAPTERS = ("ZarrStore",)
 
 
 def __getattr__(name: str):
     if name in _LAZY_STORES:
         from . import stores
         return getattr(stores, name)
+    if name == "ZarrStore":
+        from .zarr_store import ZarrStore
+        return ZarrStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | set(_LAZY_ADAPTERS))

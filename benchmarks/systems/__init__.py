@@ -103,6 +103,36 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
        "transactional, WAL, synchronous=FULL", "-append", transformers=["append_shards"]),
     SystemInfo("zarr3-local", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",
                "zarr-python 3 LocalStore", "atomic per key, no fsync", {"store": "local"}),
+    # zarr-python 3 on kvzarr's stores through kvzarr.ZarrStore (its adapter), against
+    # zarr-python on its own LocalStore (--systems zarrstore)
+    SystemInfo("zarr3-kvzarr-lmdb", "kvzarr", "zarr3_sys", "Zarr3System", "peers3",
+               "raw-lmdb", "zarr-python 3 on kvzarr.ZarrStore(LMDBStore)",
+               "transactional, fsync per commit (zarr's concurrent writes share one)",
+               {"store": "kvzarr", "suffix": ".lmdb"}, variant=True),
+    SystemInfo("zarr3-kvzarr-sql", "kvzarr", "zarr3_sys", "Zarr3System", "peers3",
+               "raw-sqlite", "zarr-python 3 on kvzarr.ZarrStore(SQLStore on SQLite)",
+               "transactional, WAL, synchronous=FULL (zarr's concurrent writes share "
+               "one commit)", {"store": "kvzarr", "suffix": ".sqlite"}, variant=True),
+    # the same with kvzarr's calls always on zarr's thread pool (-threads) or always
+    # inline on its event loop (-inline) instead of by value size (ZarrStore.offload_bytes)
+    SystemInfo("zarr3-kvzarr-lmdb-threads", "kvzarr", "zarr3_sys", "Zarr3System", "peers3",
+               "raw-lmdb", "zarr-python 3 on kvzarr.ZarrStore(LMDBStore), calls on threads",
+               "transactional, fsync per commit (zarr's concurrent writes share one)",
+               {"store": "kvzarr", "suffix": ".lmdb", "offload_bytes": 0}, variant=True),
+    SystemInfo("zarr3-kvzarr-lmdb-inline", "kvzarr", "zarr3_sys", "Zarr3System", "peers3",
+               "raw-lmdb", "zarr-python 3 on kvzarr.ZarrStore(LMDBStore), calls inline",
+               "transactional, fsync per commit (zarr's concurrent writes share one)",
+               {"store": "kvzarr", "suffix": ".lmdb", "offload_bytes": None}, variant=True),
+    SystemInfo("zarr3-kvzarr-sql-threads", "kvzarr", "zarr3_sys", "Zarr3System", "peers3",
+               "raw-sqlite", "zarr-python 3 on kvzarr.ZarrStore(SQLite), calls on threads",
+               "transactional, WAL, synchronous=FULL (zarr's concurrent writes share "
+               "one commit)", {"store": "kvzarr", "suffix": ".sqlite", "offload_bytes": 0},
+               variant=True),
+    SystemInfo("zarr3-kvzarr-sql-inline", "kvzarr", "zarr3_sys", "Zarr3System", "peers3",
+               "raw-sqlite", "zarr-python 3 on kvzarr.ZarrStore(SQLite), calls inline",
+               "transactional, WAL, synchronous=FULL (zarr's concurrent writes share "
+               "one commit)", {"store": "kvzarr", "suffix": ".sqlite", "offload_bytes": None},
+               variant=True),
     SystemInfo("zarr3-zip", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",
                "zarr-python 3 ZipStore", "no fsync; overwrites append duplicates",
                {"store": "zip"}),
@@ -163,6 +193,11 @@ GROUPS = {
                      "kvzarr-lmdb-cache", "kvzarr-sql-cache", "kvzarr-pg", "kvzarr-pg-cache",
                      "raw-postgresql", "kvzarr-lmdb-checksum", "kvzarr-sql-checksum",
                      "kvzarr-fs-append", "kvzarr-sql-append"],
+    # zarr-python 3 through kvzarr.ZarrStore against zarr-python 3 on LocalStore
+    "zarrstore": ["zarr3-local", "zarr3-kvzarr-lmdb", "zarr3-kvzarr-sql"],
+    "zarrstore-threads": ["zarr3-local", "zarr3-kvzarr-lmdb", "zarr3-kvzarr-sql",
+                          "zarr3-kvzarr-lmdb-threads", "zarr3-kvzarr-sql-threads",
+                          "zarr3-kvzarr-lmdb-inline", "zarr3-kvzarr-sql-inline"],
     "checksum-blocks": ["kvzarr-lmdb", "kvzarr-sql", "kvzarr-lmdb-checksum",
                         "kvzarr-sql-checksum"] + [n for n in SYSTEMS if "-checksum-" in n],
 }

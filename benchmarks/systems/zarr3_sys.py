@@ -1,4 +1,6 @@
-"""zarr-python 3 on LocalStore, ZipStore and MemoryStore, with default options.
+"""zarr-python 3 on LocalStore, ZipStore and MemoryStore, with default options, and on
+kvzarr's stores through ``kvzarr.ZarrStore`` (kind ``"kvzarr"``: the file suffix names
+the backend).
 
 A ZipStore is written in mode "w" (or "a" to change an existing archive) and must be
 closed before a reader sees the central directory; that close is part of the timed write.
@@ -30,7 +32,7 @@ class Zarr3System(ZarrPythonSystem):
         import zarr
         self.zarr = zarr
         self.kind = info.kwargs["store"]
-        self.suffix = ".zip" if self.kind == "zip" else ""
+        self.suffix = ".zip" if self.kind == "zip" else info.kwargs.get("suffix", "")
         self._stores: dict[str, tuple[Any, str]] = {}
         self.shared_writes = "not promised: no lock around a read-modify-write"
         if self.kind == "memory":
@@ -45,8 +47,15 @@ class Zarr3System(ZarrPythonSystem):
             return self.zip_store(loc, write)
         st, _ = self._stores.get(loc, (None, ""))
         if st is None:
-            st = (self.zarr.storage.MemoryStore() if self.kind == "memory"
-                  else self.zarr.storage.LocalStore(loc))
+            if self.kind == "kvzarr":
+                import kvzarr
+                st = kvzarr.ZarrStore(loc)
+                if "offload_bytes" in self.info.kwargs:
+                    st.offload_bytes = self.info.kwargs["offload_bytes"]
+            elif self.kind == "memory":
+                st = self.zarr.storage.MemoryStore()
+            else:
+                st = self.zarr.storage.LocalStore(loc)
             self._stores[loc] = (st, "a")
         return st
 
