@@ -75,8 +75,10 @@ def reopen_node(cls: type, store: Store, path: str, read_only: bool,
 
 
 class Node:
-from .consolidated import sync_consolidated
-    """Base of Array and Group.
+    """Base of Array and Group: ``store``, ``path`` (without a leading "/"), the
+    ``metadata`` read when the handle was made (a handle sees another handle's resize
+    or attribute change once it is opened again), ``read_only``. Each operation runs in
+    its own store transaction, or joins the caller's ``with store.transaction():``.
 
     Closing: ``node.close()`` (or leaving ``with kvzarr.open(...) as node:``) closes the
     store when the opening function opened it from a path or URL (the node owns it);
