@@ -343,16 +343,21 @@ class ZarrStore(_ZarrStore):
 
     def get_sync(self, key: str, *, prototype: Any = None,
                  byte_range: Any = None) -> Buffer | None:
+        """:meth:`get` without an event loop (zarr-python's synchronous form): the value,
+        or the bytes ``byte_range`` asks for, or None when the key is absent."""
         value = self._run_sync(ops.read_one, key, ops.byte_request(byte_range))
         if value is None:
             return None
         return (prototype or default_buffer_prototype()).buffer.from_bytes(value)
 
     def set_sync(self, key: str, value: Buffer) -> None:
+        """:meth:`set` without an event loop: written and committed (one transaction, or
+        the open ``transaction()`` block's) when it returns."""
         key = self._checked(key)
         self._run_sync(ops.write, [("set", key, ops.buffer_bytes(value))])
 
     def delete_sync(self, key: str) -> None:
+        """:meth:`delete` without an event loop: erased and committed when it returns."""
         key = self._checked(key)
         self._run_sync(ops.write, [("erase", key, None)])
 
