@@ -87,11 +87,12 @@ class IncompatibleNodeError(NodeTypeError):
 
 # --- indexing -------------------------------------------------------------------------
 
-class RectilinearChunksError(KvzarrError, NotImplementedError):
+class RectilinearChunksError(KvzarrError, NotImplementedError, AttributeError):
     """An array on a rectilinear chunk grid was asked for its one chunk or shard shape,
     which it does not have; its ``chunk_sizes`` (``write_chunk_sizes`` for the stored
     chunks) give the sizes along each dimension. Subclasses NotImplementedError, what
-    zarr-python raises there."""
+    zarr-python raises there, and AttributeError, so that ``getattr(a, "chunks", None)``
+    (as dask's ``from_array`` asks) answers None rather than failing."""
 
 
 class ArrayIndexError(KvzarrError, IndexError):

@@ -81,6 +81,16 @@ def test_from_array_of_an_array_in_memory_works_with_threads():
     assert np.allclose(da.from_array(a, chunks=3).compute(), np.linspace(0, 1, 10))
 
 
+def test_from_array_of_a_rectilinear_array_with_explicit_chunks():
+    """Regression: dask's from_array asks ``getattr(x, "chunks", None)``, which swallows
+    only AttributeError; ``chunks`` of a rectilinear array raised NotImplementedError
+    alone, so from_array failed even with chunks given."""
+    a = kvzarr.create_array("memory://", shape=(10,), dtype="i4", chunks=[[3, 3, 4]])
+    a[...] = np.arange(10)
+    assert getattr(a, "chunks", None) is None
+    np.testing.assert_array_equal(da.from_array(a, chunks=(5,)).compute(), np.arange(10))
+
+
 @pytest.mark.parametrize("name", TARGETS)
 def test_store_with_the_processes_scheduler_loses_no_update(tmp_path, name, pool):
     a = target(tmp_path / name)
