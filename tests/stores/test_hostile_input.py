@@ -161,6 +161,29 @@ def test_damaged_sqlite_file_raises_store_error(tmp_path, reader):
         check_outcome(reader.read("sqlite", path), f"SQLite header byte {at} ^ 0x41")
 
 
+def test_sqlite_file_cut_mid_page_with_its_change_counter_flipped_is_refused(tmp_path):
+    """Regression (found by the long fuzz run): a SQLite file cut inside a page, whose
+    header's change counter no longer matches its version-valid-for number (so SQLite
+    ignores the page count in the header), read the pages past the cut as zeros: a
+    value whose overflow pages were cut off came back wrong, with no error. A file that
+    is not a whole number of pages, or shorter than a valid header counts, is refused
+    when the store opens, and a whole file still opens."""
+    original = make_store_file("sqlite", tmp_path / "orig")
+    size = original.stat().st_size
+    page = int.from_bytes(original.read_bytes()[16:18], "big")
+    assert size % page == 0 and size // page >= 3
+    cut = size - 2 * page + 921                     # inside the second-to-last page
+    path = damaged_copy(original, tmp_path / "cut" / "x.sqlite", cut=cut, flips=[(24, 1)])
+    with pytest.raises(StoreError, match="cut short: .* whole number"):
+        SQLStore(path, read_only=True)
+    whole_pages = damaged_copy(original, tmp_path / "pages" / "x.sqlite",
+                               cut=size - page)     # the header still counts every page
+    with pytest.raises(StoreError, match="cut short: its header counts"):
+        SQLStore(whole_pages, read_only=True)
+    with SQLStore(original, read_only=True) as store:
+        assert sorted(store.list()) == sorted(CONTENT)
+
+
 def test_truncated_zip_archive_raises_store_error(tmp_path, reader):
     original = make_store_file("zip", tmp_path / "orig")
     size = original.stat().st_size

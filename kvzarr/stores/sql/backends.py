@@ -49,6 +49,7 @@ from sqlalchemy.pool import QueuePool
 from ...errors import (ConflictError, KvzarrError, ReadOnlyError, StoreConfigError, StoreError,
                        StoreFullError, UnsupportedOperationError)
 from .counter import PostgresCounter
+from .sqlite_file import check_database_file
 
 # SQLite primary result codes (https://sqlite.org/rescode.html)
 _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 5, 6, 8
@@ -398,6 +399,7 @@ class SQLiteBackend(Backend):
     def __init__(self, path: str, display: str, *, read_only: bool, busy_timeout: float,
                  retries: int, synchronous: str) -> None:
         self.path = path
+        check_database_file(path, display)      # a file cut short reads wrong, silently
         # A read-only store still opens the file read-write when it may (query_only keeps
         # it from writing): only then can the last connection to close remove the -wal and
         # -shm files, leaving the dataset as the single file it is.
