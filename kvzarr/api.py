@@ -17,9 +17,8 @@ in stays open: it is the caller's to close.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from .array import Array
 from .consolidated import consolidate
@@ -54,28 +53,21 @@ def open_store(target: Any = None, *, mode: str = "a", transformers: Any = None)
         raise
 
 
-_Opener = TypeVar("_Opener", bound=Callable[..., Any])
-
-
-def _owning(opener: _Opener) -> _Opener:
-    """Make ``opener(store, ...)`` open a path or URL itself, so the node it returns owns
-    that store (``node.close()`` closes it) and a failure closes it again. A Store passed
-    in goes through untouched and stays the caller's."""
-    @functools.wraps(opener)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        target = args[0] if args else kwargs.pop("store", None)
-        if isinstance(target, Store):
-            return opener(target, *args[1:], **kwargs)
-        st = open_store(target, mode=kwargs.get("mode", "a"),
-                        transformers=kwargs.pop("transformers", None))
-        try:
-            node = opener(st, *args[1:], **kwargs)
-        except BaseException:
-            st.close()
-            raise
-        node._owns_store = True
-        return node
-    return call  # type: ignore[return-value]
+def _owned(target: Any, mode: str, transformers: Any, make: Callable[[Store], Any]) -> Any:
+    """``make(store)`` on the store for ``target``. When this call opened it (a path or
+    URL), the node returned owns it (``node.close()`` closes it) and a failure closes it
+    again; a Store passed in stays the caller's. Callers check their arguments first, so
+    that bad ones raise before any file is made."""
+    st = open_store(target, mode=mode, transformers=transformers)
+    if isinstance(target, Store):
+        return make(st)
+    try:
+        node = make(st)
+    except BaseException:
+        st.close()
+        raise
+    node._owns_store = True
+    return node
 
 
 def _existing(store: Store, path: str) -> ArrayMetadata | GroupMetadata | None:
@@ -83,7 +75,6 @@ def _existing(store: Store, path: str) -> ArrayMetadata | GroupMetadata | None:
     return None if data is None else parse_node_metadata(data, "/" + path)
 
 
-@_owning
 def create_array(store: Any = None, *, name: str | None = None, shape: Any = None,
                  dtype: Any = None, data: Any = None, chunks: Any = "auto",
                  shards: Any = None, fill_value: Any = None, filters: Any = None,
@@ -115,11 +106,10 @@ def create_array(store: Any = None, *, name: str | None = None, shape: Any = Non
         fill_value=fill_value, filters=filters, compressors=compressors,
         serializer=serializer, codecs=codecs, dimension_names=dimension_names,
         attributes=attributes, chunk_key_encoding=chunk_key_encoding)
-    return new_array(open_store(store, mode=mode, transformers=transformers), node_path,
-                     config=cfg, overwrite=overwrite, data=data, metadata=metadata)
+    return _owned(store, mode, transformers, lambda st: new_array(
+        st, node_path, config=cfg, overwrite=overwrite, data=data, metadata=metadata))
 
 
-@_owning
 def create_group(store: Any = None, *, path: str | None = None,
                  attributes: dict[str, Any] | None = None, overwrite: bool = False,
                  mode: str = "a", transformers: Any = None) -> Group:
@@ -130,12 +120,10 @@ def create_group(store: Any = None, *, path: str | None = None,
     store is opened."""
     node_path = normalize_path(path)
     GroupMetadata(attributes=dict(attributes or {})).to_bytes()   # checks them
-    st = open_store(store, mode=mode, transformers=transformers)
-    return Group(st, node_path, new_group(st, node_path, attributes=attributes,
-                                          overwrite=overwrite))
+    return _owned(store, mode, transformers, lambda st: Group(
+        st, node_path, new_group(st, node_path, attributes=attributes, overwrite=overwrite)))
 
 
-@_owning
 def open_array(store: Any = None, *, mode: str = "a", path: str | None = None,
                transformers: Any = None,
                name: str | None = None, config: Any = None,
@@ -150,18 +138,20 @@ def open_array(store: Any = None, *, mode: str = "a", path: str | None = None,
     if mode in ("w", "w-"):   # (the arguments are checked before the store is opened)
         return create_array(store, name=node_path, overwrite=(mode == "w"), config=cfg,
                             mode=mode, transformers=transformers, **kwargs)
-    st = open_store(store, mode=mode, transformers=transformers)
-    found = _existing(st, node_path)
-    if found is None:
-        if mode == "a" and ("shape" in kwargs or "data" in kwargs):
-            return create_array(st, name=node_path, config=cfg, **kwargs)
-        raise NodeNotFoundError("no array found", path="/" + node_path)
-    if not isinstance(found, ArrayMetadata):
-        raise NodeTypeError("a group, not an array, is at this path", path="/" + node_path)
-    return Array(st, node_path, found, read_only=(mode == "r"), config=cfg)
+
+    def make(st: Store) -> Array:
+        found = _existing(st, node_path)
+        if found is None:
+            if mode == "a" and ("shape" in kwargs or "data" in kwargs):
+                return create_array(st, name=node_path, config=cfg, **kwargs)
+            raise NodeNotFoundError("no array found", path="/" + node_path)
+        if not isinstance(found, ArrayMetadata):
+            raise NodeTypeError("a group, not an array, is at this path",
+                                path="/" + node_path)
+        return Array(st, node_path, found, read_only=(mode == "r"), config=cfg)
+    return _owned(store, mode, transformers, make)
 
 
-@_owning
 def open_group(store: Any = None, *, mode: str = "a", path: str | None = None,
                transformers: Any = None,
                attributes: dict[str, Any] | None = None,
@@ -179,19 +169,22 @@ def open_group(store: Any = None, *, mode: str = "a", path: str | None = None,
     if mode in ("w", "w-"):   # (the arguments are checked before the store is opened)
         return create_group(store, path=node_path, attributes=attributes,
                             overwrite=(mode == "w"), mode=mode, transformers=transformers)
-    st = open_store(store, mode=mode, transformers=transformers)
-    found = _existing(st, node_path)
-    if found is None:
-        if mode == "a":
-            return create_group(st, path=node_path, attributes=attributes)
-        raise NodeNotFoundError("no group found", path="/" + node_path)
-    if not isinstance(found, GroupMetadata):
-        raise NodeTypeError("an array, not a group, is at this path", path="/" + node_path)
-    group = Group(st, node_path, found, read_only=(mode == "r"),
-                  use_consolidated=use_consolidated)
-    if use_consolidated:
-        group._view(required=True)
-    return group
+
+    def make(st: Store) -> Group:
+        found = _existing(st, node_path)
+        if found is None:
+            if mode == "a":
+                return create_group(st, path=node_path, attributes=attributes)
+            raise NodeNotFoundError("no group found", path="/" + node_path)
+        if not isinstance(found, GroupMetadata):
+            raise NodeTypeError("an array, not a group, is at this path",
+                                path="/" + node_path)
+        group = Group(st, node_path, found, read_only=(mode == "r"),
+                      use_consolidated=use_consolidated)
+        if use_consolidated:
+            group._view(required=True)
+        return group
+    return _owned(store, mode, transformers, make)
 
 
 def consolidate_metadata(store: Any, path: str | None = None, *,
@@ -214,7 +207,6 @@ def consolidate_metadata(store: Any, path: str | None = None, *,
         raise
 
 
-@_owning
 def open(store: Any = None, *, mode: str = "a", path: str | None = None,
          transformers: Any = None, **kwargs: Any) -> Array | Group:
     """Open whatever is at ``path``: an Array or a Group. If nothing is there, create an
@@ -227,20 +219,22 @@ def open(store: Any = None, *, mode: str = "a", path: str | None = None,
                               **kwargs)
         return open_group(store, mode=mode, path=node_path, transformers=transformers,
                           **kwargs)
-    st = open_store(store, mode=mode, transformers=transformers)
-    found = _existing(st, node_path)
-    if found is None and mode == "a" and "shape" in kwargs:
-        return open_array(st, mode=mode, path=node_path, **kwargs)
-    if found is None:
-        if mode == "a":
-            return create_group(st, path=node_path, **kwargs)
-        raise NodeNotFoundError("no array or group found", path="/" + node_path)
-    config = _config(kwargs.pop("config", None), kwargs.pop("write_empty_chunks", None))
-    node = node_from_metadata(st, node_path, found, read_only=(mode == "r"), config=config,
-                              use_consolidated=use_consolidated)
-    if use_consolidated and isinstance(node, Group):
-        node._view(required=True)
-    return node
+
+    def make(st: Store) -> Array | Group:
+        found = _existing(st, node_path)
+        if found is None and mode == "a" and "shape" in kwargs:
+            return open_array(st, mode=mode, path=node_path, **kwargs)
+        if found is None:
+            if mode == "a":
+                return create_group(st, path=node_path, **kwargs)
+            raise NodeNotFoundError("no array or group found", path="/" + node_path)
+        config = _config(kwargs.pop("config", None), kwargs.pop("write_empty_chunks", None))
+        node = node_from_metadata(st, node_path, found, read_only=(mode == "r"),
+                                  config=config, use_consolidated=use_consolidated)
+        if use_consolidated and isinstance(node, Group):
+            node._view(required=True)
+        return node
+    return _owned(store, mode, transformers, make)
 
 
 def group(store: Any = None, **kwargs: Any) -> Group:
