@@ -63,6 +63,7 @@ from .metadata.v3 import (ZARR_JSON, ArrayMetadata, GroupMetadata, encode_json, 
                           parse_node_metadata)
 from .runtime.memo import BoundedMemo
 from .stores.base import Store
+from .stores.keys import ancestor_paths
 
 #: the member of a group's zarr.json that holds consolidated metadata
 MEMBER = "consolidated_metadata"
@@ -77,15 +78,6 @@ def _key(path: str) -> str:
 
 def _join(base: str, rel: str) -> str:
     return f"{base}/{rel}" if base and rel else base or rel
-
-
-def _strict_ancestors(path: str) -> list[str]:
-    """The groups above ``path``, nearest first, ending with the root ``""``."""
-    out = []
-    while path:
-        path = path.rpartition("/")[0]
-        out.append(path)
-    return out
 
 
 def _relative(path: str, base: str) -> str | None:
@@ -354,9 +346,9 @@ def sync_consolidated(store: Store, *, changed: Iterable[str] = (),
     changed, removed = list(changed), list(removed)
     paths = changed + removed
     if len(paths) == 1:     # the common case: one node (its ancestors come nearest first)
-        ancestors = _strict_ancestors(paths[0])
+        ancestors = ancestor_paths(paths[0])
     else:
-        ancestors = sorted({a for p in paths for a in _strict_ancestors(p)},
+        ancestors = sorted({a for p in paths for a in ancestor_paths(p)},
                            key=lambda a: -a.count("/") if a else 1)
     if not ancestors:
         return
@@ -432,7 +424,7 @@ def _add_missing_parents(store: Store, holder: str, entries: dict[str, Any],
     lacks (it was stale, written by a tool that does not keep it), read from the store,
     so that every entry's parent is an entry."""
     missing = sorted({p for rel in rels if rel in entries
-                      for p in _strict_ancestors(rel) if p and p not in entries})
+                      for p in ancestor_paths(rel) if p and p not in entries})
     if not missing:
         return
     for rel, data in zip(missing, store.get_many([_key(_join(holder, r)) for r in missing])):

@@ -75,7 +75,7 @@ from .metadata.v3 import ZARR_JSON, GroupMetadata, load_json
 from .node import metadata_key, normalize_path
 from .stores import open_store
 from .stores.base import Store
-from .stores.keys import RESERVED_PREFIX
+from .stores.keys import RESERVED_PREFIX, ancestor_paths
 from .transformers.base import stack_layers
 
 #: defaults: a batch is at most this many values or about this many bytes
@@ -215,7 +215,7 @@ def _copy(src: Store, dst: Store, path: str, *, overwrite: bool, verify: bool,
           reserved: bool, batch_keys: int, batch_bytes: int,
           progress: Progress) -> CopyReport:
     report = CopyReport()
-    ancestors = _ancestors(path)
+    ancestors = ancestor_paths(path)
     with src.transaction(write=False):
         keys = _source_keys(src, path, reserved)
         existing = _existing_keys(dst, path)
@@ -257,15 +257,6 @@ def _copy(src: Store, dst: Store, path: str, *, overwrite: bool, verify: bool,
         report.verified = _verify(dst, report.keys, digests, batch_keys, batch_bytes,
                                   progress)
     return report
-
-
-def _ancestors(path: str) -> list[str]:
-    """The ancestors of ``path``, deepest first, the root ("") last; none for the root."""
-    out = []
-    while path:
-        path = path.rpartition("/")[0]
-        out.append(path)
-    return out
 
 
 def _source_keys(src: Store, path: str, reserved: bool) -> list[str]:

@@ -113,6 +113,16 @@ def _warn(key: object, where: str) -> None:
         f"program?): it is left out of the listing"), stacklevel=3)
 
 
+def ancestor_paths(path: str) -> list[str]:
+    """The paths above ``path`` (a key or node path without a leading ``/``), nearest
+    first, ending with the root ``""``; none for the root itself."""
+    out = []
+    while path:
+        path = path.rpartition("/")[0]
+        out.append(path)
+    return out
+
+
 def prefix_successor(prefix: str) -> str | None:
     """Smallest string greater than every string starting with ``prefix`` (for range
     scans ``prefix <= key < successor``); ``None`` when there is no bound (``""``)."""
