@@ -5,34 +5,13 @@ with a clear error."""
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import pickle
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pytest
 
 import kvzarr
 from kvzarr.errors import NodeNotFoundError, NodeTypeError, NotPicklableError, ReadOnlyError
-
-CONTEXTS = ["spawn", "fork"] if "fork" in mp.get_all_start_methods() else ["spawn"]
-
-
-@pytest.fixture(scope="module")
-def spawned() -> Iterator[ProcessPoolExecutor]:
-    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
-        yield pool
-
-
-@pytest.fixture(params=CONTEXTS)
-def other_process(request: pytest.FixtureRequest,
-                  spawned: ProcessPoolExecutor) -> Iterator[ProcessPoolExecutor]:
-    if request.param == "spawn":
-        yield spawned
-        return
-    with ProcessPoolExecutor(1, mp_context=mp.get_context("fork")) as pool:
-        yield pool
 
 
 def use_array(blob: bytes) -> dict:

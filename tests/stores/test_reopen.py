@@ -5,9 +5,7 @@ is in the conformance suite, kvzarr.testing.)"""
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import pickle
-from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
@@ -16,27 +14,6 @@ import kvzarr
 from kvzarr.errors import NotPicklableError, ReadOnlyError
 
 from .conftest import StoreFactory
-
-CONTEXTS = ["spawn", "fork"] if "fork" in mp.get_all_start_methods() else ["spawn"]
-
-
-@pytest.fixture(scope="module")
-def spawned() -> Iterator[ProcessPoolExecutor]:
-    """One spawned worker for the module (a spawn costs an interpreter start)."""
-    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
-        yield pool
-
-
-@pytest.fixture(params=CONTEXTS)
-def other_process(request: pytest.FixtureRequest,
-                  spawned: ProcessPoolExecutor) -> Iterator[ProcessPoolExecutor]:
-    """A process that is not this one: the module's spawned worker, or a child forked
-    now, after the test opened its stores (so it inherits them open)."""
-    if request.param == "spawn":
-        yield spawned
-        return
-    with ProcessPoolExecutor(1, mp_context=mp.get_context("fork")) as pool:
-        yield pool
 
 
 def read_and_write(blob: bytes) -> tuple[str, bool, bytes | None, str]:
