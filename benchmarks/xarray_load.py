@@ -43,6 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chunk", type=int, default=10, help="time steps per chunk")
     p.add_argument("--compressor", choices=["default", "none"], default="default",
                    help="zarr-python's default (zstd) or none")
+    p.add_argument("--offload-bytes", default="default",
+                   help="ZarrStore.offload_bytes for the reads: 'default', 'none' (always "
+                        "inline on zarr's event loop) or a size in bytes (0: always on "
+                        "zarr's thread pool)")
     args = p.parse_args(argv)
 
     import xarray as xr
@@ -58,8 +62,16 @@ def main(argv: list[str] | None = None) -> int:
         sqlite_path, directory = Path(tmp) / "data.sqlite", Path(tmp) / "data.zarr"
         ds.to_zarr(kvzarr.ZarrStore(sqlite_path), mode="w", encoding=enc)
         ds.to_zarr(zarr.storage.LocalStore(directory), mode="w", encoding=enc)
+
+        def ours() -> kvzarr.ZarrStore:
+            st = kvzarr.ZarrStore(sqlite_path, read_only=True)
+            if args.offload_bytes != "default":
+                st.offload_bytes = (None if args.offload_bytes == "none"
+                                    else int(args.offload_bytes))
+            return st
+
         stores = {
-            "kvzarr ZarrStore (SQLite)": lambda: kvzarr.ZarrStore(sqlite_path, read_only=True),
+            "kvzarr ZarrStore (SQLite)": ours,
             "zarr LocalStore (directory)": lambda: zarr.storage.LocalStore(directory,
                                                                            read_only=True),
         }
@@ -76,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         (ours, t_ours), (theirs, t_theirs) = times.items()
         print(f"xarray open_zarr + load(): 2 variables, {mb:.0f} MB, chunks of "
               f"{args.chunk} x {args.side} x {args.side}, compressor {args.compressor}, "
-              f"{args.repeat} repetitions (median, min-max seconds)")
+              f"{args.repeat} repetitions (median, min-max seconds); ZarrStore "
+              f"offload_bytes {args.offload_bytes}")
         for name, ts in times.items():
             print(f"  {name:30s} {statistics.median(ts):8.3f} s  "
                   f"({min(ts):.3f}-{max(ts):.3f})  {mb / statistics.median(ts):7.0f} MB/s")

@@ -113,6 +113,20 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
                "raw-sqlite", "zarr-python 3 on kvzarr.ZarrStore(SQLStore on SQLite)",
                "transactional, WAL, synchronous=FULL (zarr's concurrent writes share "
                "one commit)", {"store": "kvzarr", "suffix": ".sqlite"}, variant=True),
+    # the same at LocalStore's durability (it never syncs): LMDB never synced, SQLite
+    # syncing its log at checkpoints only (the nearest SQLite comes without risking the
+    # file), as the kvzarr-lmdb-nosync and kvzarr-sql-normal variants
+    SystemInfo("zarr3-kvzarr-lmdb-nosync", "kvzarr", "zarr3_sys", "Zarr3System", "peers3",
+               "raw-lmdb", "zarr-python 3 on kvzarr.ZarrStore(LMDBStore, durability='none')",
+               "transactional, never fsynced", {"store": "kvzarr", "suffix": ".lmdb",
+                                                 "options": {"durability": "none"}},
+               variant=True),
+    SystemInfo("zarr3-kvzarr-sql-normal", "kvzarr", "zarr3_sys", "Zarr3System", "peers3",
+               "raw-sqlite",
+               "zarr-python 3 on kvzarr.ZarrStore(SQLStore on SQLite, synchronous='NORMAL')",
+               "transactional, WAL synced at checkpoints only",
+               {"store": "kvzarr", "suffix": ".sqlite", "options": {"synchronous": "NORMAL"}},
+               variant=True),
     # the same with kvzarr's calls always on zarr's thread pool (-threads) or always
     # inline on its event loop (-inline) instead of by value size (ZarrStore.offload_bytes)
     SystemInfo("zarr3-kvzarr-lmdb-threads", "kvzarr", "zarr3_sys", "Zarr3System", "peers3",
@@ -194,7 +208,8 @@ GROUPS = {
                      "raw-postgresql", "kvzarr-lmdb-checksum", "kvzarr-sql-checksum",
                      "kvzarr-fs-append", "kvzarr-sql-append"],
     # zarr-python 3 through kvzarr.ZarrStore against zarr-python 3 on LocalStore
-    "zarrstore": ["zarr3-local", "zarr3-kvzarr-lmdb", "zarr3-kvzarr-sql"],
+    "zarrstore": ["zarr3-local", "zarr3-kvzarr-lmdb", "zarr3-kvzarr-sql",
+                  "zarr3-kvzarr-lmdb-nosync", "zarr3-kvzarr-sql-normal"],
     "zarrstore-threads": ["zarr3-local", "zarr3-kvzarr-lmdb", "zarr3-kvzarr-sql",
                           "zarr3-kvzarr-lmdb-threads", "zarr3-kvzarr-sql-threads",
                           "zarr3-kvzarr-lmdb-inline", "zarr3-kvzarr-sql-inline"],

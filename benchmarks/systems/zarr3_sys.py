@@ -34,6 +34,7 @@ class Zarr3System(ZarrPythonSystem):
         self.kind = info.kwargs["store"]
         self.suffix = ".zip" if self.kind == "zip" else info.kwargs.get("suffix", "")
         self._stores: dict[str, tuple[Any, str]] = {}
+        self._owned: dict[str, Any] = {}      # kvzarr stores opened with options
         self.shared_writes = "not promised: no lock around a read-modify-write"
         if self.kind == "memory":
             self.missing = {"multiprocess": "a MemoryStore lives in one process",
@@ -49,7 +50,13 @@ class Zarr3System(ZarrPythonSystem):
         if st is None:
             if self.kind == "kvzarr":
                 import kvzarr
-                st = kvzarr.ZarrStore(loc)
+                options = self.info.kwargs.get("options")
+                if not options:
+                    st = kvzarr.ZarrStore(loc)
+                else:       # a Store object the ZarrStore leaves open: close() does
+                    opener = kvzarr.LMDBStore if loc.endswith(".lmdb") else kvzarr.SQLStore
+                    self._owned[loc] = opener(loc, **options)
+                    st = kvzarr.ZarrStore(self._owned[loc])
                 if "offload_bytes" in self.info.kwargs:
                     st.offload_bytes = self.info.kwargs["offload_bytes"]
             elif self.kind == "memory":
@@ -68,6 +75,8 @@ class Zarr3System(ZarrPythonSystem):
         if st is not None and self.kind != "memory":
             self._stores.pop(loc)
             st.close()
+            if loc in self._owned:
+                self._owned.pop(loc).close()
 
     def drop(self, loc: str) -> None:
         super().drop(loc)

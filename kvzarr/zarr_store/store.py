@@ -85,6 +85,8 @@ class ZarrStore(_ZarrStore):
         self._typical = 0
         #: the writes waiting for their group commit, per event loop
         self._pending: dict[asyncio.AbstractEventLoop, list[tuple[tuple, asyncio.Future]]] = {}
+        #: the event loops with a group commit running on a thread
+        self._committing: set[asyncio.AbstractEventLoop] = set()
 
     # -- opening, closing, copies ----------------------------------------------------------
 
@@ -128,6 +130,7 @@ class ZarrStore(_ZarrStore):
         copy._origin = self._origin
         copy._open_lock = threading.Lock()
         copy._pending = {}
+        copy._committing = set()
         copy._typical = self._typical
         copy.offload_bytes = self.offload_bytes
         return copy
@@ -302,42 +305,84 @@ class ZarrStore(_ZarrStore):
         await self._run(ops.erase_prefix, "")
 
     def _commit(self, op: tuple) -> asyncio.Future:
-        """Queue a write for this loop turn's group commit; the future is its outcome."""
+        """Queue a write for the next group commit; the future is its outcome.
+
+        Writes that arrive while a commit runs on a thread wait for it to end and then
+        go together in the next one (a pipeline, not a barrier): zarr's tasks whose
+        writes are committed go on encoding their next chunks meanwhile, as they would
+        with a store that writes each value on its own thread."""
         loop = asyncio.get_running_loop()
         pending = self._pending.get(loop)
         if pending is None:
             pending = self._pending[loop] = []
-            loop.call_soon(self._flush, loop)
+            if loop not in self._committing:
+                loop.call_soon(self._flush, loop)
         future = loop.create_future()
         pending.append((op, future))
         return future
 
     def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Commit the writes waiting on ``loop``: inline when they are small (one group
+        commit), else on a thread, as a few groups (:meth:`_groups`) committed in turn,
+        each caller resumed when its group is (then zarr encodes its next chunk while
+        the next group is written). The next writes wait for this job to end; see
+        :meth:`_commit`."""
         pending = self._pending.pop(loop, [])
         if not pending:
             return
-        batch = [op for op, _ in pending]
         futures = [f for _, f in pending]
         try:
             store = self._kv()
             txn = self._origin.txn
             if txn is not None and not txn.here():
-                job: Any = txn.submit(ops.write_group, store, batch)
-            elif not self._offloads(sum(len(v) for kind, _, v in batch if kind == "set")):
-                _settle(futures, ops.write_group(store, batch))
+                job: Any = txn.submit(ops.write_group, store, [op for op, _ in pending])
+                job.add_done_callback(lambda finished: loop.call_soon_threadsafe(
+                    self._committed, loop, futures, finished))
+            elif not self._offloads(sum(_size(op) for op, _ in pending)):
+                _settle(futures, ops.write_group(store, [op for op, _ in pending]))
                 return
             else:
-                job = loop.run_in_executor(None, ops.write_group, store, batch)
+                groups = self._groups(pending)
+
+                def write_in_turn() -> None:
+                    for group in groups:
+                        outcomes = ops.write_group(store, [op for op, _ in group])
+                        loop.call_soon_threadsafe(_settle, [f for _, f in group], outcomes)
+
+                job = loop.run_in_executor(None, write_in_turn)
+                job.add_done_callback(lambda finished: self._committed(loop, futures,
+                                                                       finished))
         except BaseException as e:
             _settle(futures, [e] * len(futures))
             if not isinstance(e, Exception):
                 raise
             return
-        if isinstance(job, ThreadFuture):
-            job.add_done_callback(
-                lambda done: loop.call_soon_threadsafe(_settle_job, futures, done))
-        else:
-            job.add_done_callback(lambda done: _settle_job(futures, done))
+        self._committing.add(loop)
+
+    def _groups(self, pending: list[tuple[tuple, asyncio.Future]]
+                ) -> list[list[tuple[tuple, asyncio.Future]]]:
+        """``pending`` in order, cut into groups of at least ``offload_bytes`` each and
+        at most four groups: zarr's next encodes overlap the later groups' commits, and
+        a store that syncs each commit syncs a few times, not once per value."""
+        limit = max(self.offload_bytes or 0, sum(_size(op) for op, _ in pending) // 4)
+        groups: list[list[tuple[tuple, asyncio.Future]]] = [[]]
+        size = 0
+        for item in pending:
+            if groups[-1] and size >= limit:
+                groups.append([])
+                size = 0
+            groups[-1].append(item)
+            size += _size(item[0])
+        return groups
+
+    def _committed(self, loop: asyncio.AbstractEventLoop, futures: list[asyncio.Future],
+                   job: Any) -> None:
+        """A commit job ended (on ``loop``): settle what it left unsettled (all of its
+        futures when it failed as a whole), then commit what came meanwhile."""
+        self._committing.discard(loop)
+        _settle_job(futures, job)
+        if loop in self._pending:
+            self._flush(loop)
 
     # -- zarr's synchronous protocol (SupportsGetSync, SupportsSetSync, SupportsDeleteSync)
 
@@ -406,6 +451,12 @@ class ZarrStore(_ZarrStore):
 
 
 
+def _size(op: tuple) -> int:
+    """The bytes a queued write moves."""
+    kind, _, value = op
+    return len(value) if kind == "set" else 0
+
+
 def _settle(futures: list[asyncio.Future], outcomes: list[BaseException | None]) -> None:
     for future, outcome in zip(futures, outcomes):
         if future.done():
@@ -417,9 +468,12 @@ def _settle(futures: list[asyncio.Future], outcomes: list[BaseException | None])
 
 
 def _settle_job(futures: list[asyncio.Future], job: Any) -> None:
+    """Settle ``futures`` with a finished job's outcomes: its list of them, or its
+    exception for each not yet settled (None: the job settled them itself)."""
     try:
         outcomes = job.result()
     except BaseException as e:
         outcomes = [e] * len(futures)
-    _settle(futures, outcomes)
+    if outcomes is not None:
+        _settle(futures, outcomes)
 

@@ -141,6 +141,70 @@ def test_group_commit_failure_fails_only_the_bad_write(tmp_path: Path) -> None:
     zs.close()
 
 
+def test_large_writes_commit_in_groups_of_offload_bytes_in_order(tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    """Writes at least offload_bytes big go to a thread as groups of about that many
+    bytes, each its own commit, in the order zarr issued them."""
+    from kvzarr.zarr_store import operations
+    batches = []
+    real = operations.write_group
+    monkeypatch.setattr(operations, "write_group",
+                        lambda store, ops: batches.append([k for _, k, _ in ops])
+                        or real(store, ops))
+    zs = ZarrStore(str(tmp_path / "x.lmdb"))
+    zs.offload_bytes = 8
+    env = zs.store._env().env
+    before = env.info()["last_txnid"]
+
+    async def six():
+        await asyncio.gather(*[zs.set(f"k{i}", buf(b"%4d" % i)) for i in range(6)])
+    asyncio.run(six())
+    assert batches == [["k0", "k1"], ["k2", "k3"], ["k4", "k5"]]
+    assert env.info()["last_txnid"] - before == 3
+    assert zs.store.get_many([f"k{i}" for i in range(6)]) == [b"%4d" % i for i in range(6)]
+    zs.close()
+
+
+def test_writes_during_a_commit_on_a_thread_wait_for_it(tmp_path: Path, monkeypatch
+                                                        ) -> None:
+    """One commit job at a time per event loop: a write issued while one runs goes in
+    the next, after it (a pipeline: the store never sees two of ours at once)."""
+    import threading
+
+    from kvzarr.zarr_store import operations
+    release = threading.Event()
+    started, running, most = [], [0], [0]
+    real = operations.write_group
+
+    def slow(store, ops):
+        started.append([k for _, k, _ in ops])
+        running[0] += 1
+        most[0] = max(most[0], running[0])
+        if len(started) == 1:
+            release.wait(10)
+        try:
+            return real(store, ops)
+        finally:
+            running[0] -= 1
+    monkeypatch.setattr(operations, "write_group", slow)
+    zs = ZarrStore(str(tmp_path / "x.sqlite"))
+    zs.offload_bytes = 1
+
+    async def overlapping():
+        first = asyncio.ensure_future(zs.set("a", buf(b"1")))
+        while not started:
+            await asyncio.sleep(0.001)
+        second = asyncio.ensure_future(zs.set("b", buf(b"2")))
+        await asyncio.sleep(0.05)
+        assert started == [["a"]] and not first.done() and not second.done()
+        release.set()
+        await asyncio.gather(first, second)
+    asyncio.run(overlapping())
+    assert started == [["a"], ["b"]] and most[0] == 1
+    assert zs.store.get_many(["a", "b"]) == [b"1", b"2"]
+    zs.close()
+
+
 def test_invalid_key_is_refused_with_kvzarr_error_and_nothing_written(tmp_path: Path
                                                                       ) -> None:
     zs = ZarrStore(str(tmp_path / "x.sqlite"))
