@@ -63,6 +63,11 @@ class ArrayMetadata:
     storage_transformers: tuple[dict[str, Any], ...] = ()
     #: unknown members with must_understand: false, kept verbatim
     extra: dict[str, Any] = field(default_factory=dict)
+    #: 3 for ``zarr.json`` documents; 2 for metadata parsed from or built for ``.zarray``
+    zarr_format: int = 3
+    #: for v2: what :mod:`kvzarr.metadata.v2` needs to write the documents back in their
+    #: own form; opaque to every other layer
+    legacy: Any = None
 
     node_type = "array"
 
@@ -104,6 +109,9 @@ class GroupMetadata:
     #: zarr-python's inline consolidated metadata, kept verbatim (not used for reads)
     consolidated_metadata: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: as in :class:`ArrayMetadata`
+    zarr_format: int = 3
+    legacy: Any = None
 
     node_type = "group"
 
