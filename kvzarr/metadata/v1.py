@@ -62,7 +62,8 @@ META = "meta"
 ATTRS = "attrs"
 
 #: ``compression`` values read, and the canonical name each stands for (the v1 writer
-#: accepted ``gzip`` as another name of its zlib compressor: zlib framing, not gzip)
+#: accepted ``gzip`` as another name of its zlib compressor: zlib framing, not gzip;
+#: it also read JSON null as "none")
 COMPRESSIONS = {"blosc": "blosc", "zlib": "zlib", "gzip": "zlib", "bz2": "bz2",
                 "lzma": "lzma", "none": "none"}
 
@@ -125,6 +126,9 @@ def v1_to_v3(metadata: ArrayMetadata) -> tuple[ArrayMetadata, list[str]]:
     notes.append("chunk keys: chunk_key_encoding v2 with separator '.' names the v1 keys "
                  "(i.j), so every chunk is read in place")
     notes.append("attrs: become the v3 attributes")
+    if metadata.data_type.name == "struct":
+        notes.append("data type struct: zarr-python 3.1 reads only the legacy 'structured' "
+                     "spelling, which kvzarr does not write")
     return replace(metadata, zarr_format=3, legacy=None), notes
 
 
@@ -219,12 +223,13 @@ def _parse_meta(doc: dict[str, Any], as_written_by_zarr1: bool) -> ArrayMetadata
     notes.append(note)
     codecs: list[Any] = []
     if order == "F" and len(shape) > 1:
-        if compressor is None or isinstance(compressor, BloscCodec) or not as_written_by_zarr1:
+        if isinstance(compressor, BloscCodec) or not as_written_by_zarr1:
             codecs.append(TransposeCodec(tuple(range(len(shape)))[::-1]))
             notes.append("order F: transpose codec (reversed dimensions) before bytes")
         else:
             notes.append(f"order F: chunks read row-major (no transpose) because zarr 1.x "
-                         f"wrote {doc['compression']} chunks with ndarray.tobytes()")
+                         f"wrote {_compression_name(doc['compression'])} chunks with "
+                         "ndarray.tobytes()")
     elif order == "F":
         notes.append("order F on fewer than two dimensions is the same layout as C")
     endian = _endian(npd)
@@ -240,6 +245,10 @@ def _parse_meta(doc: dict[str, Any], as_written_by_zarr1: bool) -> ArrayMetadata
         shape=shape, data_type=data_type, chunk_grid=grid, chunk_grid_name=grid_name,
         chunk_key_encoding=V1_CHUNK_KEYS, fill_value=fill, codecs=tuple(codecs),
         zarr_format=1, legacy=V1Legacy(meta=dict(doc), notes=tuple(notes)))
+
+
+def _compression_name(compression: Any) -> str:
+    return "uncompressed" if compression in (None, "none") else str(compression)
 
 
 def _type_name(data_type: DataType) -> str:
@@ -323,6 +332,8 @@ def _endian(npd: np.dtype) -> str | None:
 
 def _compressor(compression: Any, opts: Any, npd: np.dtype) -> tuple[Any, str]:
     """The bytes -> bytes codec for ``compression`` (None for none) and its note."""
+    if compression is None:  # the v1 writer's reader took null for "none"
+        compression = "none"
     canonical = COMPRESSIONS.get(compression) if isinstance(compression, str) else None
     if canonical is None:
         raise MetadataError(f"unknown compression {compression!r} (expected one of "
