@@ -115,9 +115,9 @@ def parse_documents(values: dict[str, bytes | None], path: str,
             raise MetadataError("both .zarray and .zgroup at one node", path=where,
                                 field=".zgroup")
         if zarray is not None:
-            return v2.parse_v2_array(zarray, values.get(v2.ZATTRS), _key(path, v2.ZARRAY))
-        return v2.parse_v2_group(zgroup, values.get(v2.ZATTRS), _key(path, v2.ZGROUP))
-    return v1.parse_v1_array(values[v1.META], values.get(v1.ATTRS), _key(path, v1.META))
+            return v2.parse_v2_array(zarray, values.get(v2.ZATTRS), path)
+        return v2.parse_v2_group(zgroup, values.get(v2.ZATTRS), path)
+    return v1.parse_v1_array(values[v1.META], values.get(v1.ATTRS), path)
 
 
 def require_node(store: Store, path: str, zarr_format: int | None = None) -> Metadata:

@@ -103,7 +103,7 @@ class Node:
         self.store = store
         self.path = path
         self.metadata = metadata
-        self.read_only = read_only or store.read_only
+        self.read_only = read_only or store.read_only or metadata.zarr_format == 1
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -147,6 +147,10 @@ class Node:
         return self.metadata.attributes
 
     def _check_writable(self) -> None:
+        if self.metadata.zarr_format == 1:
+            raise ReadOnlyError("Zarr v1 arrays are read only: kvzarr reads them and "
+                                "migrates them to v3", path=self.name,
+                                hint="kvzarr migrate v3 STORE (or kvzarr.migrate_v3)")
         if self.read_only:
             raise ReadOnlyError("node was opened read-only", path=self.name)
 
