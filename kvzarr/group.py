@@ -396,7 +396,8 @@ class Group(Node):
         NodeExistsError when something is stored at ``dest``. Handles opened on the old
         path are not moved with it."""
         self._check_writable()
-        move_node(self.store, self._child_path(source), self._child_path(dest))
+        move_node(self.store, self._child_path(source), self._child_path(dest),
+                  self.metadata.zarr_format)
 
     def __delitem__(self, name: str) -> None:
         """Delete the member ``name`` and everything below it in one write transaction,

@@ -147,3 +147,19 @@ def test_v2_nodes_pickle_and_reopen_as_v2(tmp_path: Path) -> None:
     assert b.metadata.zarr_format == 2
     np.testing.assert_array_equal(b[...], a[...])
     a.close()
+
+
+def test_moving_v2_nodes_keeps_them_v2_and_zmetadata_true(target) -> None:
+    data = write_v2_hierarchy(target)
+    kvzarr.consolidate_metadata(target)
+    with kvzarr.open_group(target) as root:
+        root.move("sub", "moved/here")
+        root.move("plain", "moved/plain")
+    assert not any(k.endswith("zarr.json") for k in keys_of(target))
+    zs = kvzarr.ZarrStore(target, read_only=True)
+    group = zarr.open_group(zs, use_consolidated=True, zarr_format=2, mode="r")
+    assert sorted(group.array_keys()) == ["flags"]
+    np.testing.assert_array_equal(group["moved/here/big_endian_f"][...],
+                                  data["sub/big_endian_f"])
+    np.testing.assert_array_equal(group["moved/plain"][...], data["plain"])
+    zs.close()
