@@ -163,3 +163,18 @@ def test_moving_v2_nodes_keeps_them_v2_and_zmetadata_true(target) -> None:
                                   data["sub/big_endian_f"])
     np.testing.assert_array_equal(group["moved/plain"][...], data["plain"])
     zs.close()
+
+
+def test_copying_a_v2_node_gives_it_v2_ancestors(tmp_path: Path) -> None:
+    src, dst = str(tmp_path / "v2.sqlite"), str(tmp_path / "copy.lmdb")
+    data = write_v2_hierarchy(src)
+    report = kvzarr.copy_store(src, dst, path="sub/nested_keys")
+    assert report.nodes == 3          # the array and the two groups above it
+    assert not any(k.endswith("zarr.json") for k in keys_of(dst))
+    with kvzarr.open_group(dst, mode="r") as root:
+        assert root.metadata.zarr_format == 2 and dict(root.attrs) == {"title": "v2"}
+        np.testing.assert_array_equal(root["sub/nested_keys"][...], data["sub/nested_keys"])
+    with pytest.raises(MetadataError):      # a v2 node does not go into a v3 hierarchy
+        v3 = str(tmp_path / "v3.sqlite")
+        kvzarr.create_group(v3, path="sub").close()
+        kvzarr.copy_store(src, v3, path="sub/nested_keys")
