@@ -86,7 +86,8 @@ def create_array(store: Any = None, *, name: str | None = None, shape: Any = Non
     """Create an array at ``name`` (the root by default) of ``store`` and return it.
     With ``data``, shape and dtype default to the data's and the data is written.
 
-    ``chunks`` (a shape, or per dimension a list of chunk sizes for a rectilinear grid),
+    ``chunks`` (a shape, or per dimension a list of chunk sizes for a rectilinear grid,
+    summing to at least the extent: the last chunks may pass it),
     ``shards`` (the shard shape; ``chunks`` are then the inner chunks), ``filters``,
     ``compressors``, ``serializer`` (or the whole ``codecs`` list), ``fill_value``,
     ``dimension_names``, ``attributes`` and ``chunk_key_encoding`` are stored in the
