@@ -95,7 +95,8 @@ def create_array(store: Any = None, *, name: str | None = None, shape: Any = Non
     the format of the group it goes into, v3 at the top of a store. A node never goes
     into a group of the other format (MetadataError).
 
-    ``chunks`` (a shape, or per dimension a list of chunk sizes for a rectilinear grid),
+    ``chunks`` (a shape, or per dimension a list of chunk sizes for a rectilinear grid,
+    summing to at least the extent: the last chunks may pass it),
     ``shards`` (the shard shape; ``chunks`` are then the inner chunks), ``filters``,
     ``compressors``, ``serializer`` (or the whole ``codecs`` list), ``fill_value``,
     ``dimension_names``, ``attributes`` and ``chunk_key_encoding`` are stored in the

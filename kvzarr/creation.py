@@ -109,7 +109,11 @@ def _data_type(dtype: Any) -> DataType:
 def build_grid(shape: tuple[int, ...], chunks: Any, itemsize: int
                ) -> tuple[ChunkGrid, str]:
     """The chunk grid for ``chunks``: "auto", an int, a tuple of ints (regular) or a list
-    with lists of edges (rectilinear; the edges must cover the extent exactly)."""
+    with lists of edges (rectilinear). The edges must cover the extent; they may pass it,
+    even by whole chunks that lie outside the array, as the rectilinear grid allows
+    (zarr-extensions ``chunk-grids/rectilinear``: the edges of a dimension sum to at least
+    its length). Cells past the extent are never addressed, and the edges are kept, so
+    a later resize within their sum reuses them."""
     if chunks is None or (isinstance(chunks, str) and chunks == "auto"):
         chunks = guess_chunks(shape, itemsize)
     if isinstance(chunks, (int, np.integer)):
@@ -130,10 +134,10 @@ def build_grid(shape: tuple[int, ...], chunks: Any, itemsize: int
                                     field="chunks")
         else:
             edges = [int(e) for e in c]
-            if sum(edges) != n:
+            if sum(edges) < n:
                 raise MetadataError(
-                    f"chunk edges {edges} of dimension {i} sum to {sum(edges)}, not to the "
-                    f"extent {n}", field="chunks")
+                    f"chunk edges {edges} of dimension {i} sum to {sum(edges)}, less than "
+                    f"the extent {n}", field="chunks")
     grid = ChunkGrid.from_sizes(shape, chunks)
     name = "rectilinear" if nested and any(isinstance(d, VaryingDimension)
                                            for d in grid.dimensions) else "regular"

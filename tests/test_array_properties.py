@@ -20,12 +20,16 @@ def arrays(draw):
     chunks = []
     for n in shape:
         if n > 1 and draw(st.booleans()):
-            # rectilinear: random edges covering the extent exactly
+            # rectilinear: random edges covering the extent, and sometimes passing it (the
+            # last edge longer than the rest, or whole cells past the end)
             edges, left = [], n
             while left:
                 e = draw(st.integers(1, left))
                 edges.append(e)
                 left -= e
+            if draw(st.booleans()):
+                edges[-1] += draw(st.integers(0, 3))
+                edges += draw(st.lists(st.integers(1, 4), max_size=2))
             chunks.append(edges)
         else:
             chunks.append(draw(st.integers(1, 5)))
