@@ -25,10 +25,8 @@ and gzip headers carry a fixed timestamp, so running it twice writes identical b
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import dataclasses
-import hashlib
 import json
 import shutil
 import sys
@@ -66,10 +64,8 @@ from numcodecs import (
     Zstd,
 )
 
-HERE = Path(__file__).resolve().parent
-OUT = HERE / "v2"
-EXPECTED = OUT / "expected"
-MANIFEST = EXPECTED / "manifest.json"
+from goldenlib import EXPECTED, V2 as OUT, expected_object_json, same, store_digest, update_manifest
+
 WRITER = f"zarr-python {zarr.__version__} (numcodecs {numcodecs.__version__})"
 # zip entries and gzip headers carry this time instead of the time of the run
 # (2024-01-01 00:00:00 UTC)
@@ -492,47 +488,6 @@ def write_store(name: str, specs: list[Spec]) -> None:
         (path / "lock.mdb").unlink()
 
 
-def _same(a: np.ndarray, b: np.ndarray) -> bool:
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    if a.dtype.hasobject:
-        return all(_same_object(x, y) for x, y in zip(a.reshape(-1), b.reshape(-1)))
-    return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
-
-
-def _same_object(x, y) -> bool:
-    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
-        return isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and _same(x, y)
-    return type(x) is type(y) and x == y
-
-
-def expected_object_json(values: np.ndarray) -> dict:
-    """An object array as JSON: strings and JSON values as they are, bytes as base64, numeric
-    arrays as lists with their dtype."""
-    flat = list(values.reshape(-1))
-    if all(isinstance(v, bytes) for v in flat):
-        kind, out = "bytes_base64", [base64.b64encode(v).decode() for v in flat]
-    elif all(isinstance(v, np.ndarray) for v in flat):
-        dtypes = {v.dtype.str for v in flat}
-        assert len(dtypes) == 1, dtypes
-        kind, out = f"arrays:{dtypes.pop()}", [v.tolist() for v in flat]
-    elif all(isinstance(v, str) for v in flat):
-        kind, out = "str", flat
-    else:
-        kind, out = "json", flat
-    return {"kind": kind, "shape": list(values.shape), "values": _nest(out, values.shape)}
-
-
-def _nest(flat: list, shape: tuple) -> Any:
-    """A flat list in C order as nested lists of ``shape`` (as ``ndarray.tolist`` would)."""
-    if len(shape) == 0:
-        return flat[0]
-    if len(shape) == 1:
-        return list(flat)
-    step = len(flat) // shape[0] if shape[0] else 0
-    return [_nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
-
-
 def write_expected(name: str, specs: list[Spec]) -> dict[str, Any]:
     """Write each array's contents as zarr-python 2 reads them back; return path -> file."""
     store = _open_store_read(name)
@@ -543,7 +498,7 @@ def write_expected(name: str, specs: list[Spec]) -> dict[str, Any]:
         got = a[...]
         want = np.asarray(s.values, dtype=a.dtype) if not a.dtype.hasobject else s.values
         if s.regions is None and not s.lossy:
-            assert _same(got, want), s.path
+            assert same(got, want), s.path
         if a.dtype.hasobject:
             rel = f"{s.path}.json"
             doc = expected_object_json(got)
@@ -582,7 +537,7 @@ def check_store(name: str, specs: list[Spec]) -> None:
             doc = json.loads((EXPECTED / f"{s.path}.json").read_text())
             assert expected_object_json(got) == doc, (name, s.path)
         else:
-            assert _same(got, np.load(EXPECTED / f"{s.path}.npy")), (name, s.path)
+            assert same(got, np.load(EXPECTED / f"{s.path}.npy")), (name, s.path)
     store.close()
 
 
@@ -592,20 +547,6 @@ def raw_document(name: str, key: str) -> dict:
         return json.loads(bytes(store[key]).decode())
     finally:
         store.close()
-
-
-def store_digest(path: Path) -> str:
-    """SHA-256 over a store file, or over the sorted (relative name, bytes) of a directory."""
-    h = hashlib.sha256()
-    if path.is_dir():
-        for f in sorted(p for p in path.rglob("*") if p.is_file()):
-            rel = f.relative_to(path).as_posix().encode()
-            h.update(len(rel).to_bytes(8, "little") + rel)
-            data = f.read_bytes()
-            h.update(len(data).to_bytes(8, "little") + data)
-    else:
-        h.update(path.read_bytes())
-    return h.hexdigest()
 
 
 def manifest_entries(name: str, specs: list[Spec], files: dict[str, str]) -> list[dict]:
@@ -628,7 +569,8 @@ def manifest_entries(name: str, specs: list[Spec], files: dict[str, str]) -> lis
             "compressor": meta["compressor"],
             "filters": meta["filters"],
             "fill_value": meta["fill_value"],
-            "dimension_separator": meta.get("dimension_separator", "."),
+            # null: the key is absent from .zarray, which means "."
+            "dimension_separator": meta.get("dimension_separator"),
             "attributes": s.attrs,
             "chunks_written": "all" if s.regions is None else
             ("none" if not s.regions else "some"),
@@ -637,27 +579,6 @@ def manifest_entries(name: str, specs: list[Spec], files: dict[str, str]) -> lis
             "zarr3_note": reason,
         })
     return out
-
-
-def update_manifest(stores: list[dict], entries: list[dict], groups: list[dict]) -> None:
-    """Replace this writer's stores, entries and groups in the manifest, keep the others."""
-    old = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {}
-    mine = {s["store_file"] for s in stores}
-
-    def keep(items):
-        return [i for i in items if i["store_file"] not in mine]
-
-    doc = {
-        "schema": 1,
-        "description": "Zarr v2 golden files: one entry per array of each store file; "
-                       "see tests/golden/README.md",
-        "stores": sorted(keep(old.get("stores", [])) + stores, key=lambda s: s["store_file"]),
-        "groups": sorted(keep(old.get("groups", [])) + groups,
-                         key=lambda g: (g["store_file"], g["path"])),
-        "entries": sorted(keep(old.get("entries", [])) + entries,
-                          key=lambda e: (e["store_file"], e["path"])),
-    }
-    MANIFEST.write_text(json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
 
 
 def main() -> None:

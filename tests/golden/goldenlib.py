@@ -1,0 +1,114 @@
+"""Helpers the golden-file writers and their test share: same values, the expected form of
+object arrays, store digests and the manifest. Imports only numpy (the writers run under
+different zarr-python versions)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+V2 = HERE / "v2"
+EXPECTED = V2 / "expected"
+MANIFEST = EXPECTED / "manifest.json"
+# the fields every manifest entry has (see README.md)
+ENTRY_FIELDS = ("store_file", "store_kind", "writer", "path", "dtype", "shape", "chunks",
+                "order", "compressor", "filters", "fill_value", "dimension_separator",
+                "attributes", "chunks_written", "expected", "zarr3_reads", "zarr3_note")
+
+
+def same(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.hasobject:
+        return all(same_object(x, y) for x, y in zip(a.reshape(-1), b.reshape(-1)))
+    return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+
+
+def same_object(x, y) -> bool:
+    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+        return isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and same(x, y)
+    return type(x) is type(y) and x == y
+
+
+def expected_object_json(values: np.ndarray) -> dict:
+    """An object array as JSON: strings and JSON values as they are, bytes as base64, numeric
+    arrays as lists with their dtype."""
+    flat = list(values.reshape(-1))
+    if all(isinstance(v, bytes) for v in flat):
+        kind, out = "bytes_base64", [base64.b64encode(v).decode() for v in flat]
+    elif all(isinstance(v, np.ndarray) for v in flat):
+        dtypes = {v.dtype.str for v in flat}
+        assert len(dtypes) == 1, dtypes
+        kind, out = f"arrays:{dtypes.pop()}", [v.tolist() for v in flat]
+    elif all(isinstance(v, str) for v in flat):
+        kind, out = "str", flat
+    else:
+        kind, out = "json", flat
+    return {"kind": kind, "shape": list(values.shape), "values": _nest(out, values.shape)}
+
+
+def _nest(flat: list, shape: tuple) -> Any:
+    """A flat list in C order as nested lists of ``shape`` (as ``ndarray.tolist`` would)."""
+    if len(shape) == 0:
+        return flat[0]
+    if len(shape) == 1:
+        return list(flat)
+    step = len(flat) // shape[0] if shape[0] else 0
+    return [_nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
+def store_digest(path: Path) -> str:
+    """SHA-256 over a store file, or over the sorted (relative name, bytes) of a directory."""
+    h = hashlib.sha256()
+    if path.is_dir():
+        for f in sorted(p for p in path.rglob("*") if p.is_file()):
+            rel = f.relative_to(path).as_posix().encode()
+            h.update(len(rel).to_bytes(8, "little") + rel)
+            data = f.read_bytes()
+            h.update(len(data).to_bytes(8, "little") + data)
+    else:
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def update_manifest(stores: list[dict], entries: list[dict], groups: list[dict]) -> None:
+    """Replace this writer's stores, entries and groups in the manifest, keep the others."""
+    old = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {}
+    mine = {s["store_file"] for s in stores}
+
+    def keep(items):
+        return [i for i in items if i["store_file"] not in mine]
+
+    doc = {
+        "schema": 1,
+        "description": "Zarr v2 golden files: one entry per array of each store file; "
+                       "see tests/golden/README.md",
+        "stores": sorted(keep(old.get("stores", [])) + stores, key=lambda s: s["store_file"]),
+        "groups": sorted(keep(old.get("groups", [])) + groups,
+                         key=lambda g: (g["store_file"], g["path"])),
+        "entries": sorted(keep(old.get("entries", [])) + entries,
+                          key=lambda e: (e["store_file"], e["path"])),
+    }
+    MANIFEST.write_text(dump_manifest(doc))
+
+
+def dump_manifest(doc: dict) -> str:
+    """JSON with one line per store, group and entry (so that a change shows as one line)."""
+    def line(item):
+        return json.dumps(item, sort_keys=True, ensure_ascii=False)
+
+    parts = []
+    for key in sorted(doc):
+        value = doc[key]
+        if isinstance(value, list):
+            body = ",\n".join(f"  {line(v)}" for v in value)
+            parts.append(f" {json.dumps(key)}: [\n{body}\n ]")
+        else:
+            parts.append(f" {json.dumps(key)}: {line(value)}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
