@@ -10,9 +10,9 @@ and then, with kvzarr's test environment (zarr-python 3), ``make_v2_zarr3.py`` f
 one hierarchy that zarr-python 3 writes. Both rewrite only their own store files, their
 own expected files and their own entries of ``v2/expected/manifest.json``.
 
-What it writes: the same catalogue of arrays and groups (``CATALOGUE`` below: every dtype,
-order, compressor, filter, fill value and object codec of the Zarr v2 specification that
-zarr-python 2 writes) into one store of each kind zarr-python 2 has: ``LMDBStore``,
+What it writes: the same catalogue of arrays and groups (``catalogue()`` below, listed in
+README.md: dtypes, orders, compressors, filters, fill values, object codecs, shapes, chunk
+key separators, nested groups and attributes) into one store of each kind zarr-python 2 has: ``LMDBStore``,
 ``SQLiteStore``, ``DirectoryStore``, ``NestedDirectoryStore``, ``ZipStore``, and a
 ``DirectoryStore`` with consolidated metadata (``.zmetadata``). Each array's contents, as
 zarr-python 2 reads them back, go to ``v2/expected/<array path>.npy`` (or ``.json`` for
@@ -64,7 +64,9 @@ from numcodecs import (
     Zstd,
 )
 
-from goldenlib import EXPECTED, V2 as OUT, expected_object_json, same, store_digest, update_manifest
+# goldenlib.py sits beside this script (helpers shared with make_v2_zarr3.py and the test)
+from goldenlib import EXPECTED, expected_object_json, same, store_digest, update_manifest
+from goldenlib import V2 as OUT
 
 WRITER = f"zarr-python {zarr.__version__} (numcodecs {numcodecs.__version__})"
 # zip entries and gzip headers carry this time instead of the time of the run
@@ -77,6 +79,12 @@ _NESTED = ("zarr-python 3.1 has no data type for structured dtypes with nested f
            "sub-array fields (No Zarr data type found that matches ...)")
 _OBJECT = ("zarr-python 3.1 reads object arrays only with the vlen-utf8 or vlen-bytes object "
            "codec; it has no data type for '|O' with object codec {}")
+# a store-level note: zarr-python 3 parses every document of .zmetadata when it opens the
+# group, so one array it has no data type for makes the whole consolidated group unreadable
+ZARR3_CONSOLIDATED = ("zarr-python 3.1 cannot open this group with use_consolidated=True: "
+                      "it fails on the first .zmetadata document it has no data type for "
+                      "(the nested structured dtype); it reads each array with "
+                      "use_consolidated=False")
 ZARR3_CANNOT_READ = {
     "dtypes/structured": _NESTED,
     "fill/structured": _NESTED,
@@ -599,7 +607,8 @@ def main() -> None:
     for name, (kind, consolidated) in STORES.items():
         check_store(name, specs)
         stores.append({"store_file": name, "store_kind": kind, "writer": WRITER,
-                       "consolidated": consolidated, "sha256": store_digest(OUT / name)})
+                       "consolidated": consolidated, "sha256": store_digest(OUT / name),
+                       "zarr3_note": ZARR3_CONSOLIDATED if consolidated else None})
         entries += manifest_entries(name, specs, files)
         for gpath in _groups(specs):
             groups.append({"store_file": name, "path": gpath,

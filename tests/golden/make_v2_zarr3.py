@@ -122,7 +122,7 @@ def main() -> None:
     for gpath in ("", "sub"):
         groups.append({"store_file": NAME, "path": gpath, "attributes": GROUP_ATTRS[gpath]})
     stores = [{"store_file": NAME, "store_kind": "LocalStore", "writer": WRITER,
-               "consolidated": True, "sha256": store_digest(root_path)}]
+               "consolidated": True, "sha256": store_digest(root_path), "zarr3_note": None}]
     update_manifest(stores, entries, groups)
     print(f"wrote {len(entries)} entries for {NAME}")
 
