@@ -12,21 +12,28 @@ cannot, so that the manifest stays true when zarr-python changes.
 
 from __future__ import annotations
 
-import base64
 import functools
 import json
-import sqlite3
-import zipfile
-from pathlib import Path
 
-import lmdb
 import numcodecs
 import numpy as np
 import pytest
 
-from .goldenlib import ENTRY_FIELDS, EXPECTED, MANIFEST, V2, same, store_digest
+from .goldenlib import (
+    ENTRY_FIELDS,
+    EXPECTED,
+    V2,
+    as_objects,
+    expected_values,
+    load_manifest,
+    numpy_dtype,
+    raw_items,
+    raw_json,
+    same,
+    store_digest,
+)
 
-MANIFEST_DOC = json.loads(MANIFEST.read_text())
+MANIFEST_DOC = load_manifest()
 ENTRIES = MANIFEST_DOC["entries"]
 STORES = {s["store_file"]: s for s in MANIFEST_DOC["stores"]}
 
@@ -35,84 +42,8 @@ def _id(entry):
     return f"{entry['store_file']}:{entry['path']}"
 
 
-# ------------------------------------------------------------------ reading the raw files
-
-
-@functools.cache
-def raw_items(store_file: str) -> dict[str, bytes]:
-    """Every key and value of a golden store, read with the plain library of its kind
-    (read-only: nothing here writes beside the files)."""
-    path = V2 / store_file
-    kind = STORES[store_file]["store_kind"]
-    if kind == "LMDBStore":
-        env = lmdb.open(str(path), readonly=True, lock=False)
-        try:
-            with env.begin() as txn:
-                return {bytes(k).decode(): bytes(v) for k, v in txn.cursor()}
-        finally:
-            env.close()
-    if kind == "SQLiteStore":
-        db = sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True)
-        try:
-            return {k: bytes(v) for k, v in db.execute("SELECT k, v FROM zarr")}
-        finally:
-            db.close()
-    if kind == "ZipStore":
-        with zipfile.ZipFile(path) as zf:
-            names = zf.namelist()
-            assert len(names) == len(set(names)), "duplicate zip entries"
-            return {n: zf.read(n) for n in names}
-    return {p.relative_to(path).as_posix(): p.read_bytes()
-            for p in sorted(path.rglob("*")) if p.is_file()}
-
-
-def raw_json(store_file: str, key: str):
-    return json.loads(raw_items(store_file)[key].decode())
-
-
 def _key(prefix: str, name: str) -> str:
     return f"{prefix}/{name}" if prefix else name
-
-
-def numpy_dtype(doc) -> np.dtype:
-    """A .zarray dtype (a string, or a list of fields) as numpy's dtype."""
-    if isinstance(doc, str):
-        return np.dtype(doc)
-    return np.dtype([(f[0], numpy_dtype(f[1])) if len(f) == 2
-                     else (f[0], numpy_dtype(f[1]), tuple(f[2])) for f in doc])
-
-
-def expected_values(entry) -> np.ndarray:
-    """The expected contents: the .npy, or the JSON form of an object array as objects."""
-    path = EXPECTED / entry["expected"]
-    if path.suffix == ".npy":
-        return np.load(path, allow_pickle=False)
-    doc = json.loads(path.read_text())
-    kind = doc["kind"]
-    flat = _flatten(doc["values"], len(doc["shape"]))
-    if kind == "bytes_base64":
-        flat = [base64.b64decode(v) for v in flat]
-    elif kind.startswith("arrays:"):
-        flat = [np.array(v, dtype=kind.split(":", 1)[1]) for v in flat]
-    out = np.empty(len(flat), dtype=object)
-    out[:] = flat if flat else []
-    return out.reshape(doc["shape"])
-
-
-def _flatten(nested, ndim: int) -> list:
-    if ndim == 0:
-        return [nested]
-    if ndim == 1:
-        return list(nested)
-    return [x for row in nested for x in _flatten(row, ndim - 1)]
-
-
-def as_objects(values: np.ndarray) -> np.ndarray:
-    """An array of strings or bytes as zarr-python 3 returns it (numpy's StringDType,
-    or objects), as an object array of plain Python values."""
-    out = np.empty(values.size, dtype=object)
-    out[:] = [v if isinstance(v, (bytes, np.ndarray)) else str(v) for v in values.reshape(-1)]
-    return out.reshape(values.shape)
 
 
 # ------------------------------------------------------------------ the manifest itself
