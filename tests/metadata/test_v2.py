@@ -566,3 +566,45 @@ def test_unknown_members_are_ignored_and_kept() -> None:
     doc = {**GOOD, "custom": {"x": 1}}
     m = parse_v2_array(doc, None)
     assert json.loads(v2_array_documents(m)[0])["custom"] == {"x": 1}
+
+
+# -- through kvzarr's chunk engine ----------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype, order, compressor, filters", [
+    (">f8", "F", numcodecs.Blosc(shuffle=-1), [numcodecs.Delta(">f8")]),
+    ("<i2", "C", "auto", None),
+    (str, "F", numcodecs.Zlib(1), None),
+    ("<U3", "C", numcodecs.Blosc("zstd", shuffle=2), None),
+])
+def test_kvzarr_array_over_v2_metadata_reads_and_writes_zarr_python_chunks(
+        dtype, order, compressor, filters) -> None:
+    import kvzarr
+    from kvzarr.array import Array
+    shape, chunks = (7, 5, 3), (3, 2, 2)
+    data = sample(dtype, shape, seed=3)
+    za, _, _ = write_zarr(dtype, order=order, compressor=compressor, filters=filters,
+                          shape=shape, chunks=chunks, separator="/", fill_value=None,
+                          data=np.zeros(0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        za[1:6, :, 1:] = data[1:6, :, 1:]       # chunk 0/0/0 stays missing
+    zstore = za.store
+    items = {k: v.to_bytes() for k, v in zstore._store_dict.items()}
+    store = kvzarr.open_store("memory://", mode="w")
+    with store.transaction():
+        for key, value in items.items():
+            store.set("arr/" + key, value)
+    a = Array(store, "arr", parse_v2_array(items[ZARRAY], items[ZATTRS], "arr"))
+    assert_same(a[...], za[...])
+    assert_same(a.oindex[[0, 6], :, [2]], za.oindex[[0, 6], :, [2]])
+    patch = sample(dtype, (2, 2, 2), seed=9)
+    a[0:2, 0:2, 0:2] = patch
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        za[0:2, 0:2, 0:2] = patch
+    mine = {k[len("arr/"):]: store.get(k) for k in store.list_prefix("arr/")}
+    theirs = {k: v.to_bytes() for k, v in zstore._store_dict.items()}
+    assert mine.keys() == theirs.keys()
+    for key in theirs:
+        if not key.startswith("."):
+            assert mine[key] == theirs[key], key
