@@ -250,6 +250,61 @@ def test_vlen_bytes_object_array_reads_and_writes_as_numcodecs() -> None:
     assert pipeline.encode(values, spec) == stored
 
 
+OBJECT_VALUES = [None, 1, "a", 2.5, [1, 2], {"k": "v"}, True, "ü"]
+
+
+@pytest.mark.parametrize("codec", [numcodecs.JSON(), numcodecs.MsgPack(), numcodecs.Pickle(),
+                                   numcodecs.VLenArray("<i4")], ids=repr)
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_other_object_codecs_read_and_write_as_zarr_python_2(monkeypatch, codec, order) -> None:
+    # zarr-python 3 writes none of these: the chunks are made as zarr-python 2 makes them,
+    # the chunk in ``order`` through the object codec, then the compressor
+    monkeypatch.setattr(numcodecs.pickles, "ALLOW_UNSAFE_PICKLE_DECODE", True)
+    shape = (3, 2)
+    values = np.empty(shape, dtype=object, order=order)
+    if isinstance(codec, numcodecs.VLenArray):
+        for i, idx in enumerate(np.ndindex(shape)):
+            values[idx] = np.arange(i, dtype="<i4")
+    else:
+        for i, idx in enumerate(np.ndindex(shape)):
+            values[idx] = OBJECT_VALUES[i % len(OBJECT_VALUES)]
+    compressor = numcodecs.Zlib(1)
+    config = codec.get_config()
+    zarray = {"shape": list(shape), "chunks": list(shape), "dtype": "|O", "fill_value": None,
+              "order": order, "filters": [json.loads(json.dumps(config))],
+              "dimension_separator": ".", "compressor": compressor.get_config(),
+              "zarr_format": 2}
+    if order == "F" and not isinstance(codec, numcodecs.VLenArray):
+        with pytest.raises(UnsupportedExtensionError) as info:
+            parse_v2_array(zarray, None, "o")
+        assert info.value.field == "order"
+        return
+    stored = compressor.encode(codec.encode(values))
+    m = parse_v2_array(zarray, None, "o")
+    assert m.fill_value is None
+    pipeline, spec = pipeline_of(m)
+    got = pipeline.decode(stored, spec)
+    assert got.shape == shape and got.dtype == object
+    for idx in np.ndindex(shape):
+        assert np.array_equal(got[idx], values[idx]) if isinstance(values[idx], np.ndarray) \
+            else got[idx] == values[idx] and type(got[idx]) is type(values[idx]), idx
+    assert pipeline.encode(got, spec) == stored
+    with pytest.raises(UnsupportedExtensionError):
+        v2_to_v3(m)
+
+
+def test_pickle_chunks_are_not_unpickled_unless_numcodecs_allows_it(monkeypatch) -> None:
+    from kvzarr.errors import CodecError
+    monkeypatch.setattr(numcodecs.pickles, "ALLOW_UNSAFE_PICKLE_DECODE", False)
+    zarray = {"shape": [1], "chunks": [1], "dtype": "|O", "fill_value": None, "order": "C",
+              "filters": [{"id": "pickle", "protocol": 5}], "compressor": None,
+              "zarr_format": 2}
+    m = parse_v2_array(zarray, None, "o")
+    pipeline, spec = pipeline_of(m)
+    with pytest.raises(CodecError, match="unpickling"):
+        pipeline.decode(numcodecs.Pickle().encode(np.array([1], dtype=object)), spec)
+
+
 @pytest.mark.parametrize("separator", [".", "/"])
 def test_dimension_separator_names_the_chunk_keys(separator: str) -> None:
     _, items, expected = write_zarr("<i2", separator=separator)
@@ -503,7 +558,11 @@ GOOD = {"shape": [4, 4], "chunks": [2, 2], "dtype": "<i4", "fill_value": 0, "ord
     ({"dtype": [["a", "<i4", [2]]]}, "dtype", UnsupportedExtensionError),
     ({"dtype": [["a", "<i4"], ["b", ">i4"]]}, "dtype", UnsupportedExtensionError),
     ({"dtype": "|O"}, "dtype", MetadataError),
-    ({"dtype": "|O", "filters": [{"id": "pickle"}]}, "filters", UnsupportedExtensionError),
+    ({"dtype": "|O", "filters": [{"id": "pickle"}], "order": "F"}, "order",
+     UnsupportedExtensionError),
+    ({"dtype": "|O", "filters": [{"id": "json2", "bogus": 1}]}, "filters", MetadataError),
+    ({"dtype": "|O", "filters": [{"id": "zlib"}, {"id": "vlen-utf8"}]}, "filters",
+     UnsupportedExtensionError),
     ({"compressor": {"id": "nosuchcodec"}}, "compressor", UnsupportedExtensionError),
     ({"compressor": {"id": "zlib", "nosuch": 1}}, "compressor", MetadataError),
     ({"compressor": {"id": "blosc", "shuffle": 7}}, "compressor.shuffle", MetadataError),

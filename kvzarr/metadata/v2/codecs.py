@@ -11,8 +11,10 @@ Here that is:
   F-ordered chunk are those of its transpose in C order; one dimension needs none);
 * filters that are numcodecs array -> array codecs (delta, fixedscaleoffset, quantize,
   astype, bitround, packbits) -> ``numcodecs.<id>`` codecs, in order;
-* an object codec (vlen-utf8, vlen-bytes; zarr-python puts it first among the filters)
-  -> the array -> bytes codec; otherwise ``bytes`` in the byte order of what the last
+* an object codec (zarr-python puts it first among the filters) -> the array -> bytes
+  codec: vlen-utf8 / vlen-bytes, or numcodecs' json2, msgpack2, pickle, vlen-array
+  (:mod:`kvzarr.codecs.numcodecs_object`; the first three record the chunk's shape, so
+  they are refused with ``order: "F"``, which kvzarr gives them transposed); otherwise ``bytes`` in the byte order of what the last
   filter hands on (the dtype's own when there is none);
 * filters that work on bytes (shuffle, checksums, compressors used as filters) and the
   compressor -> bytes -> bytes codecs. Blosc is kvzarr's ``blosc`` codec with ``typesize``
@@ -33,6 +35,7 @@ import numpy as np
 from ...codecs.base import ChunkArraySpec, Codec
 from ...codecs.blosc import BloscCodec
 from ...codecs.bytes import BytesCodec
+from ...codecs.numcodecs_object import NumcodecsObjectCodec
 from ...codecs.numcodecs_adapter import (ARRAY_ARRAY_IDS, ARRAY_BYTES_IDS, BYTES_BYTES_IDS,
                                          numcodecs_codec)
 from ...codecs.pipeline import CodecPipeline
@@ -42,6 +45,8 @@ from ...errors import KvzarrError, MetadataError, UnsupportedExtensionError
 from .dtypes import OBJECT_CODEC_IDS, V2DType
 
 _OBJECT_CODECS = {"vlen-utf8": VlenUtf8Codec, "vlen-bytes": VlenBytesCodec}
+#: object codecs whose encoding holds the shape of the array given to them
+_SHAPED = frozenset({"json2", "msgpack2", "pickle"})
 #: a filter's member naming the dtype it hands on (numcodecs' constructor arguments)
 _ENCODED_DTYPE = {"delta": ("astype", "dtype"), "fixedscaleoffset": ("astype", "dtype"),
                   "quantize": ("astype", "dtype"), "astype": ("encode_dtype",)}
@@ -130,7 +135,16 @@ def build_codecs(dtype: V2DType, order: str, filters: list[Any] | None,
             raise UnsupportedExtensionError(
                 f"the object codec {dtype.object_codec!r} must be the first filter",
                 field="filters")
-        array_bytes = _OBJECT_CODECS[dtype.object_codec]()
+        if dtype.object_codec in _OBJECT_CODECS:
+            array_bytes = _OBJECT_CODECS[dtype.object_codec]()
+        else:
+            if order == "F" and ndim > 1 and dtype.object_codec in _SHAPED:
+                raise UnsupportedExtensionError(
+                    f"object codec {dtype.object_codec!r} records the chunk's shape, "
+                    "which an order 'F' chunk gives transposed: not supported",
+                    field="order")
+            _, config = codec_config(first, "filters[0]")
+            array_bytes = NumcodecsObjectCodec(dtype.object_codec, config)
         typesize = 1
         rest = list(enumerate(filters))[1:]
     else:

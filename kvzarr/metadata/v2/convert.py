@@ -36,7 +36,8 @@ from ...codecs.base import ChunkArraySpec, Codec
 from ...codecs.gzip import GzipCodec
 from ...codecs.pipeline import CodecPipeline
 from ...codecs.zstd import ZstdCodec
-from ...errors import MetadataError
+from ...errors import MetadataError, UnsupportedExtensionError
+from ..dtypes.objects import ObjectType
 from ..v3 import ArrayMetadata, GroupMetadata
 from .codecs import AUTOSHUFFLE, build_codecs, codec_config
 from .documents import V2ArrayLegacy
@@ -62,6 +63,10 @@ def v2_to_v3(metadata: ArrayMetadata) -> tuple[ArrayMetadata, list[str]]:
     """The v3 metadata reading the same chunks as the v2 array ``metadata`` (from
     :func:`~kvzarr.metadata.v2.parse_v2_array`), and one note per choice made."""
     legacy = _legacy(metadata)
+    if isinstance(metadata.data_type, ObjectType):
+        raise UnsupportedExtensionError(
+            f"Zarr v3 has no data type for Python objects encoded with "
+            f"{legacy.dtype.object_codec!r}", field="dtype")
     notes: list[str] = []
     ndim = len(metadata.shape)
     codecs = list(build_codecs(legacy.dtype, legacy.order, legacy.filters or None,

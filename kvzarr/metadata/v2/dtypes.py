@@ -20,6 +20,8 @@ Mapping (zarr-python 3's own v2 reading, which kvzarr must match element for ele
 structured                     ``struct`` (every field of one byte order)
 ``|O`` + vlen-utf8             ``string``
 ``|O`` + vlen-bytes            ``bytes``
+``|O`` + json2, msgpack2,      Python objects (:class:`ObjectType`, v2 only)
+pickle, vlen-array
 =============================  ==============================================
 
 Fill values: ``null`` reads as the data type's default (zero, ``""``, NaT for
@@ -43,13 +45,14 @@ import numpy as np
 from ...errors import MetadataError, UnsupportedExtensionError
 from ..dtypes import DataType, data_type_from_numpy
 from ..dtypes.numeric import RawBitsType
+from ..dtypes.objects import ObjectType
 from ..dtypes.strings import BytesType, FixedLengthUTF32Type, StringType
 from ..dtypes.structs import StructType
 
 #: the object codecs zarr-python 2 knows (zarr-python 3's ``OBJECT_CODEC_IDS``)
 OBJECT_CODEC_IDS = ("vlen-utf8", "vlen-bytes", "vlen-array", "pickle", "json2", "msgpack2")
-#: object codecs kvzarr maps to a data type and its array -> bytes codec
-SUPPORTED_OBJECT_CODECS = {"vlen-utf8": StringType, "vlen-bytes": BytesType}
+#: object codecs with a Zarr v3 data type; the others read as Python objects (ObjectType)
+TYPED_OBJECT_CODECS = {"vlen-utf8": StringType, "vlen-bytes": BytesType}
 
 _SIMPLE = re.compile(r"([<>|=])([biufcmMSUVO])([0-9]{0,12})(\[[0-9]{0,10}[A-Za-zμ]+\])?")
 _SIZES = {"b": (1,), "i": (1, 2, 4, 8), "u": (1, 2, 4, 8), "f": (2, 4, 8), "c": (8, 16),
@@ -209,12 +212,9 @@ def parse_v2_dtype(doc: Any, object_codec: str | None, field: str = "dtype") -> 
         if object_codec is None:
             raise _bad("an object ('|O') array needs an object codec (vlen-utf8, "
                        "vlen-bytes, ...) among its filters", field)
-        cls = SUPPORTED_OBJECT_CODECS.get(object_codec)
-        if cls is None:
-            raise UnsupportedExtensionError(
-                f"object codec {object_codec!r} is not supported (kvzarr reads object "
-                f"arrays of {', '.join(SUPPORTED_OBJECT_CODECS)})", field="filters")
-        return V2DType(cls(), npd, None, object_codec)
+        cls = TYPED_OBJECT_CODECS.get(object_codec)
+        data_type = cls() if cls is not None else ObjectType(object_codec)
+        return V2DType(data_type, npd, None, object_codec)
     orders = _byte_orders(npd)
     if len(orders) > 1:
         raise UnsupportedExtensionError(
