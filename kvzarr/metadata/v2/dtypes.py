@@ -172,15 +172,13 @@ _LITTLE = np.little_endian
 def _data_type(npd: np.dtype, field: str) -> DataType:
     """The kvzarr data type of a stored (any byte order) fixed-size numpy dtype."""
     if npd.fields is not None:
-        members = []
+        members, shapes = [], {}
         for name in npd.names:
             sub = npd.fields[name][0]
             if sub.subdtype is not None:
-                raise UnsupportedExtensionError(
-                    f"structured field {name!r} is a sub-array ({sub}), which kvzarr's "
-                    "struct data type cannot hold", field=field)
+                sub, shapes[name] = sub.subdtype
             members.append((name, _data_type(sub, field)))
-        return StructType(members)
+        return StructType(members, shapes)
     if npd.kind == "S":
         return fixed_bytes_type(npd.itemsize)
     if npd.kind == "V":
