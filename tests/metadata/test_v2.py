@@ -406,6 +406,9 @@ def test_zarr_python_2_style_documents_keep_their_form() -> None:
     assert list(written) == sorted(written)
     assert written == {**doc, "shape": [9], "dimension_separator": "."}
     assert zarray.startswith(b'{\n    "chunks"')
+    # its attributes are sorted too, as zarr-python 2 writes them
+    _, zattrs = v2_array_documents(m.with_attributes({"b": 1, "a": 2}))
+    assert zattrs == b'{\n    "a": 2,\n    "b": 1\n}'
 
 
 def test_attributes_follow_the_metadata_and_resize_writes_the_shape() -> None:
@@ -696,3 +699,23 @@ def test_kvzarr_array_over_v2_metadata_reads_and_writes_zarr_python_chunks(
     for key in theirs:
         if not key.startswith("."):
             assert mine[key] == theirs[key], key
+
+
+@pytest.mark.parametrize("dtype, want, object_codec", [
+    ("string", "|O", "vlen-utf8"), (str, "|O", "vlen-utf8"), ("bytes", "|O", "vlen-bytes"),
+    (bytes, "|O", "vlen-bytes"), ("float32", "<f4", None), (">u2", ">u2", None),
+    ("M8[10us]", "<M8[10us]", None), ("U3", "<U3", None),
+    (np.dtype([("a", "<i4"), ("b", "<f4", (2,))]), [["a", "<i4"], ["b", "<f4", [2]]], None),
+])
+def test_new_array_dtype_spellings(dtype, want, object_codec) -> None:
+    from kvzarr.metadata.dtypes import data_type_from_numpy
+    m = build_v2_array_metadata(shape=(4,), chunks=(2,), dtype=dtype)
+    doc = json.loads(v2_array_documents(m)[0])
+    assert doc["dtype"] == want
+    assert (doc["filters"] or [{}])[0].get("id") == object_codec
+    # a kvzarr data type gives the same document as its spelling
+    if not isinstance(dtype, np.dtype) and dtype not in (">u2",):
+        again = build_v2_array_metadata(shape=(4,), chunks=(2,),
+                                        dtype=data_type_from_numpy(dtype)
+                                        if dtype not in ("bytes", bytes) else m.data_type)
+        assert v2_array_documents(again) == v2_array_documents(m)

@@ -27,6 +27,9 @@ from ...codecs.base import ChunkArraySpec
 from ...errors import MetadataError
 from ...grid import MAX_INDEX, MAX_NDIM, parse_chunk_grid
 from ..chunk_keys import ChunkKeyEncoding
+from ..dtypes import DataType
+from ..dtypes.objects import ObjectType
+from ..dtypes.strings import BytesType, StringType
 from ..v3 import ArrayMetadata, GroupMetadata, check_geometry
 from .codecs import build_codecs, check_codecs
 from .dtypes import V2DType, fill_from_v2, fill_to_v2, object_codec_of, parse_v2_dtype
@@ -55,6 +58,12 @@ class V2ArrayLegacy:
     #: a ``.zattrs`` document exists (written back even when empty)
     has_zattrs: bool
     indent: int | None = DEFAULT_INDENT
+
+    @property
+    def sort_keys(self) -> bool:
+        """zarr-python 2 wrote the members sorted (and sorts ``.zattrs`` too)."""
+        keys = list(self.zarray)
+        return len(keys) > 1 and keys == sorted(keys)
 
     @property
     def fill_is_null(self) -> bool:
@@ -219,9 +228,10 @@ def parse_v2_group(zgroup: bytes | str | dict[str, Any],
 
 # -- writing ---------------------------------------------------------------------------------
 
-def _dumps(doc: Any, indent: int | None, what: str) -> bytes:
+def _dumps(doc: Any, indent: int | None, what: str, sort_keys: bool = False) -> bytes:
     try:
-        return json.dumps(doc, indent=indent, allow_nan=True).encode("ascii")
+        return json.dumps(doc, indent=indent, allow_nan=True,
+                          sort_keys=sort_keys).encode("ascii")
     except (TypeError, ValueError) as e:
         raise MetadataError(f"{what} is not JSON-serializable: {e}", field=what) from None
     except RecursionError:
@@ -229,10 +239,11 @@ def _dumps(doc: Any, indent: int | None, what: str) -> bytes:
                             field=what) from None
 
 
-def _zattrs(attributes: dict[str, Any], has_zattrs: bool, indent: int | None) -> bytes | None:
+def _zattrs(attributes: dict[str, Any], has_zattrs: bool, indent: int | None,
+            sort_keys: bool = False) -> bytes | None:
     if not attributes and not has_zattrs:
         return None
-    return _dumps(attributes, indent, ZATTRS)
+    return _dumps(attributes, indent, ZATTRS, sort_keys)
 
 
 def _with_separator(doc: dict[str, Any], separator: str) -> dict[str, Any]:
@@ -262,7 +273,7 @@ def v2_array_documents(metadata: ArrayMetadata) -> tuple[bytes, bytes | None]:
     doc["shape"] = list(metadata.shape)
     doc = _with_separator(doc, metadata.chunk_key_encoding.separator)
     return (_dumps(doc, legacy.indent, ZARRAY),
-            _zattrs(metadata.attributes, legacy.has_zattrs, legacy.indent))
+            _zattrs(metadata.attributes, legacy.has_zattrs, legacy.indent, legacy.sort_keys))
 
 
 def v2_group_documents(metadata: GroupMetadata) -> tuple[bytes, bytes | None]:
@@ -313,8 +324,15 @@ def _v2_dtype_doc(dtype: Any) -> tuple[Any, str | None]:
         return "|O", "vlen-bytes"
     if dtype is bytes:
         return "|O", "vlen-bytes"
-    npd = dtype.numpy_dtype if hasattr(dtype, "numpy_dtype") else None
-    if npd is None:
+    if isinstance(dtype, DataType):
+        if isinstance(dtype, StringType):
+            return "|O", "vlen-utf8"
+        if isinstance(dtype, BytesType):
+            return "|O", "vlen-bytes"
+        if isinstance(dtype, ObjectType):
+            return "|O", dtype.codec_id
+        npd = dtype.numpy_dtype
+    else:
         try:
             npd = np.dtype(dtype)
         except (TypeError, ValueError) as e:
