@@ -165,7 +165,7 @@ DTYPES = ["|b1", "|i1", "<i2", ">i2", "<i4", ">i8", "|u1", "<u2", ">u4", "<u8", 
           "|S3", "<U4", ">U4", "|V4", [("a", "<i4"), ("b", "<f8")],
           [("a", ">i4"), ("b", ">f8"), ("c", "|u1")],
           [("p", [("x", "<f4"), ("y", "<i2")]), ("q", "<u2")], [("s", "|S3"), ("t", ">U2")],
-          str]
+          [("a", "<i2"), ("b", ">f8"), ("c", "|S2")], str]
 
 
 def _id(value: Any) -> str:
@@ -217,6 +217,7 @@ FILTERS = [
     ("<f4", [numcodecs.BitRound(5)]),
     ("<f8", [numcodecs.AsType("<f4", "<f8")]),
     ("|b1", [numcodecs.PackBits()]),
+    ("<U5", [numcodecs.Categorize(["apple", "kiwi", "fig"], "<U5", astype="|u1")]),
     ("<i4", [numcodecs.Delta("<i4"), numcodecs.Shuffle(elementsize=4)]),
     ("<i4", [numcodecs.Delta("<i4"), numcodecs.Zlib(1)]),
 ]
@@ -588,7 +589,8 @@ GOOD = {"shape": [4, 4], "chunks": [2, 2], "dtype": "<i4", "fill_value": 0, "ord
     ({"dtype": 4}, "dtype", MetadataError),
     ({"dtype": [["a"]]}, "dtype", MetadataError),
     ({"dtype": [["a", "<i4", [-2]]]}, "dtype", MetadataError),
-    ({"dtype": [["a", "<i4"], ["b", ">i4"]]}, "dtype", UnsupportedExtensionError),
+    ({"dtype": [["a", "<i4"], ["a", ">i4"]]}, "dtype", MetadataError),
+    ({"dtype": [["a", "<i4"]], "fill_value": 1}, "fill_value", MetadataError),
     ({"dtype": "|O"}, "dtype", MetadataError),
     ({"dtype": "|O", "filters": [{"id": "pickle"}], "order": "F"}, "order",
      UnsupportedExtensionError),
@@ -719,3 +721,17 @@ def test_new_array_dtype_spellings(dtype, want, object_codec) -> None:
                                         dtype=data_type_from_numpy(dtype)
                                         if dtype not in ("bytes", bytes) else m.data_type)
         assert v2_array_documents(again) == v2_array_documents(m)
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"dtype": [["a", "<i2"], ["b", ">f8"]], "fill_value": None}, "dtype"),
+    ({"dtype": [["a", "<i2", [2]]], "fill_value": None}, "dtype"),
+    ({"dtype": "<U5", "fill_value": "", "filters": [
+        {"id": "categorize", "labels": ["a"], "dtype": "<U5", "astype": "|u1"}]}, "filters"),
+    ({"dtype": "|O", "fill_value": None, "filters": [{"id": "json2"}]}, "dtype"),
+])
+def test_v2_to_v3_refuses_what_v3_cannot_say(change, field) -> None:
+    m = parse_v2_array({**GOOD, **change}, None, "a")
+    with pytest.raises(UnsupportedExtensionError) as info:
+        v2_to_v3(m)
+    assert info.value.field == field

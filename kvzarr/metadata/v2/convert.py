@@ -74,6 +74,14 @@ def v2_to_v3(metadata: ArrayMetadata) -> tuple[ArrayMetadata, list[str]]:
         raise UnsupportedExtensionError(
             f"Zarr v3 has no data type for Python objects encoded with "
             f"{legacy.dtype.object_codec!r}", field="dtype")
+    if legacy.dtype.mixed_byte_orders:
+        raise UnsupportedExtensionError(
+            "this structured dtype's fields differ in byte order, which the v3 bytes codec "
+            "(one endian) cannot say", field="dtype")
+    if any(isinstance(doc, dict) and doc.get("id") == "categorize"
+           for doc in legacy.filters or ()):
+        raise UnsupportedExtensionError(
+            "the categorize filter has no Zarr v3 codec zarr-python 3 reads", field="filters")
     if _has_subarrays(metadata.data_type):
         raise UnsupportedExtensionError(
             "the struct data type has no sub-array fields: this structured dtype has no "

@@ -80,8 +80,12 @@ class V2DType:
     stored: np.dtype
     #: the ``bytes`` codec's endian: "little"/"big", None for one-byte or object types
     endian: str | None
-    #: the object codec id for ``|O`` arrays, else None
+    #: the object codec id for ``|O`` arrays ("categorize" for the categorize filter,
+    #: which zarr-python 2 also allowed to turn objects into numbers), else None
     object_codec: str | None = None
+    #: a structured dtype whose fields have different byte orders (``endian`` is None;
+    #: ``stored`` says each field's)
+    mixed_byte_orders: bool = False
 
 
 def _bad(why: str, field: str = "dtype") -> MetadataError:
@@ -194,6 +198,9 @@ def object_codec_of(filters: Any, compressor: Any) -> str | None:
     for codec in (*(filters or ()), compressor):
         if isinstance(codec, dict) and codec.get("id") in OBJECT_CODEC_IDS:
             return codec["id"]
+    first = filters[0] if filters else None
+    if isinstance(first, dict) and first.get("id") == "categorize":
+        return "categorize"
     return None
 
 
@@ -210,19 +217,19 @@ def parse_v2_dtype(doc: Any, object_codec: str | None, field: str = "dtype") -> 
         if object_codec is None:
             raise _bad("an object ('|O') array needs an object codec (vlen-utf8, "
                        "vlen-bytes, ...) among its filters", field)
+        if object_codec == "categorize":    # its labels are text
+            return V2DType(StringType(), npd, None, object_codec)
         cls = TYPED_OBJECT_CODECS.get(object_codec)
         data_type = cls() if cls is not None else ObjectType(object_codec)
         return V2DType(data_type, npd, None, object_codec)
     orders = _byte_orders(npd)
-    if len(orders) > 1:
-        raise UnsupportedExtensionError(
-            f"dtype {doc!r} mixes byte orders, which one bytes codec cannot encode",
-            field=field)
     try:
         data_type = _data_type(npd, field)
     except MetadataError as e:
         e.field = field
         raise
+    if len(orders) > 1:
+        return V2DType(data_type, npd, None, mixed_byte_orders=True)
     endian = None
     if orders and npd.itemsize > 1:
         endian = "big" if orders == {">"} else "little"
@@ -247,14 +254,21 @@ def fill_from_v2(dtype: V2DType, value: Any) -> Any:
     dt, npd = dtype.data_type, dtype.stored
     if value is None:
         return dt.default_fill()
-    if dtype.object_codec == "vlen-utf8":
+    if dtype.object_codec in ("vlen-utf8", "categorize"):
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise MetadataError(f"fill_value {value!r} for a string array must be a string",
                                 field="fill_value")
         return dt.fill_from_json(value if isinstance(value, str) else str(value))
     if dtype.object_codec == "vlen-bytes":
+        if value == 0 and not isinstance(value, bool):
+            # zarr-python 2's default fill for every array, object arrays included
+            return dt.default_fill()
         return _base64(value, "a bytes array")
     kind = npd.kind
+    if kind in "SV" and value == 0 and not isinstance(value, bool):
+        # lenient: the number zarr-python 2 takes as its default fill, as zero bytes
+        return np.zeros((), dtype=dt.numpy_dtype)[()] if npd.fields is not None \
+            else dt.coerce_fill(b"\x00" * npd.itemsize)
     if kind == "S" or (kind == "V" and npd.fields is None):
         raw = _base64(value, str(npd))
         if len(raw) > npd.itemsize:
@@ -284,7 +298,7 @@ def fill_to_v2(dtype: V2DType, value: Any) -> Any:
     dt, npd = dtype.data_type, dtype.stored
     if value is None:
         return None
-    if dtype.object_codec == "vlen-utf8":
+    if dtype.object_codec in ("vlen-utf8", "categorize"):
         return str(value)
     if dtype.object_codec == "vlen-bytes":
         return base64.standard_b64encode(bytes(value)).decode("ascii")
