@@ -10,12 +10,15 @@ Here that is:
 * ``order: "F"`` -> a ``transpose`` codec with the axes reversed, first (the bytes of an
   F-ordered chunk are those of its transpose in C order; one dimension needs none);
 * filters that are numcodecs array -> array codecs (delta, fixedscaleoffset, quantize,
-  astype, bitround, packbits) -> ``numcodecs.<id>`` codecs, in order;
+  astype, bitround, packbits, and categorize, which zarr-python 3 does not know) ->
+  ``numcodecs.<id>`` codecs, in order;
 * an object codec (zarr-python puts it first among the filters) -> the array -> bytes
   codec: vlen-utf8 / vlen-bytes, or numcodecs' json2, msgpack2, pickle, vlen-array
   (:mod:`kvzarr.codecs.numcodecs_object`; the first three record the chunk's shape, so
-  they are refused with ``order: "F"``, which kvzarr gives them transposed); otherwise ``bytes`` in the byte order of what the last
-  filter hands on (the dtype's own when there is none);
+  they are refused with ``order: "F"``, which kvzarr gives them transposed);
+* otherwise ``bytes`` in the byte order of what the last filter hands on (the dtype's
+  own when there is none; a structured dtype whose fields differ in byte order gets
+  :class:`StructBytesCodec`, which stores each field in its own);
 * filters that work on bytes (shuffle, checksums, compressors used as filters) and the
   compressor -> bytes -> bytes codecs. Blosc is kvzarr's ``blosc`` codec with ``typesize``
   set to the item size numcodecs gives Blosc (the item size of the array the compressor
@@ -94,6 +97,8 @@ def with_byte_orders(native: np.dtype, document: np.dtype) -> np.dtype:
     if document.byteorder in "<>" and native.itemsize > 1:
         return native.newbyteorder(document.byteorder)
     return native
+
+
 #: blosc shuffle integers (numcodecs.blosc NOSHUFFLE, SHUFFLE, BITSHUFFLE; -1 = AUTOSHUFFLE)
 SHUFFLE_NAMES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
 AUTOSHUFFLE = -1
