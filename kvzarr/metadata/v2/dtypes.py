@@ -14,7 +14,7 @@ Mapping (zarr-python 3's own v2 reading, which kvzarr must match element for ele
 ``<f2``, ``<f4``, ``>f8``      ``float16``, ``float32``, ``float64``
 ``<c8``, ``>c16``              ``complex64``, ``complex128``
 ``<M8[10us]``, ``>m8[s]``      ``numpy.datetime64`` / ``numpy.timedelta64``
-``|S<n>``                      :func:`fixed_bytes_type` (see there)
+``|S<n>``                      ``null_terminated_bytes`` of ``n`` bytes
 ``<U<n>``, ``>U<n>``           ``fixed_length_utf32`` of ``4 n`` bytes
 ``|V<n>``                      ``r<8 n>`` (raw bytes)
 structured                     ``struct`` (every field of one byte order)
@@ -46,7 +46,8 @@ from ...errors import MetadataError, UnsupportedExtensionError
 from ..dtypes import DataType, data_type_from_numpy
 from ..dtypes.numeric import RawBitsType
 from ..dtypes.objects import ObjectType
-from ..dtypes.strings import BytesType, FixedLengthUTF32Type, StringType
+from ..dtypes.strings import (BytesType, FixedLengthUTF32Type, NullTerminatedBytesType,
+                              StringType)
 from ..dtypes.structs import StructType
 
 #: the object codecs zarr-python 2 knows (zarr-python 3's ``OBJECT_CODEC_IDS``)
@@ -62,12 +63,8 @@ _MAX_DEPTH = 32
 
 
 def fixed_bytes_type(length: int) -> DataType:
-    """The data type of numpy ``S<length>``: raw bytes of that length, so every byte
-    written reads back (``null_terminated_bytes`` replaces this where it is available)."""
-    try:
-        from ..dtypes.strings import NullTerminatedBytesType  # type: ignore[attr-defined]
-    except ImportError:
-        return RawBitsType(8 * length)
+    """The data type of numpy ``S<length>``: ``null_terminated_bytes`` (zarr-python 3's
+    name for it, which zarr-python 3 writes for a v2 ``|S`` array it migrates)."""
     return NullTerminatedBytesType(length)
 
 
