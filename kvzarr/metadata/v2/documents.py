@@ -26,6 +26,7 @@ import numpy as np
 from ...codecs.base import ChunkArraySpec
 from ...errors import MetadataError
 from ...grid import MAX_INDEX, MAX_NDIM, parse_chunk_grid
+from ...runtime.memo import BoundedMemo
 from ..chunk_keys import ChunkKeyEncoding
 from ..dtypes import DataType
 from ..dtypes.objects import ObjectType
@@ -98,6 +99,8 @@ def _load(data: bytes | str | dict[str, Any], where: str) -> tuple[dict[str, Any
     if isinstance(data, dict):
         return data, DEFAULT_INDENT
     try:
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            data = bytes(data).decode("utf-8")     # (json.loads would guess the encoding)
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError) as e:
         raise MetadataError(f"{where} is not valid JSON: {e}", path=where) from None
@@ -105,8 +108,7 @@ def _load(data: bytes | str | dict[str, Any], where: str) -> tuple[dict[str, Any
         raise MetadataError(f"{where} is nested too deeply", path=where) from None
     if not isinstance(doc, dict):
         raise MetadataError(f"{where} must be a JSON object", path=where)
-    text = data.decode("utf-8", "replace") if isinstance(data, (bytes, bytearray)) else data
-    return doc, _indent_of(text)
+    return doc, _indent_of(data)
 
 
 def _indent_of(text: str) -> int | None:
@@ -193,19 +195,43 @@ def _parse_array(doc: dict[str, Any], attributes: dict[str, Any], has_zattrs: bo
     if compressor is not None and not isinstance(compressor, dict):
         raise MetadataError(f"compressor must be an object or null, got {compressor!r}",
                             field="compressor")
-    dtype = parse_v2_dtype(doc["dtype"], object_codec_of(filters, compressor))
     grid, grid_name = parse_chunk_grid(
         {"name": "regular", "configuration": {"chunk_shape": list(chunks)}}, shape)
+    dtype, codecs = _memoized(doc["dtype"], order, filters, compressor, chunks,
+                              lambda data_type: check_geometry(shape, grid, data_type))
     check_geometry(shape, grid, dtype.data_type)
     fill = fill_from_v2(dtype, doc["fill_value"])
-    codecs = build_codecs(dtype, order, filters or None, compressor, len(shape))
-    check_codecs(codecs, ChunkArraySpec(chunks, dtype.data_type, fill))
     legacy = V2ArrayLegacy(zarray=dict(doc), dtype=dtype, has_zattrs=has_zattrs,
                            indent=indent)
     return ArrayMetadata(
         shape=shape, data_type=dtype.data_type, chunk_grid=grid, chunk_grid_name=grid_name,
         chunk_key_encoding=ChunkKeyEncoding("v2", separator), fill_value=fill,
         codecs=codecs, attributes=attributes, zarr_format=2, legacy=legacy)
+
+
+#: (dtype, order, filters, compressor, chunks) -> (V2DType, codecs): immutable, so arrays
+#: of one kind share them (a hierarchy repeats a few kinds thousands of times)
+_MEMO = BoundedMemo(1024)
+_MEMO_KEY_MAX = 4096
+
+
+def _memoized(dtype_doc: Any, order: str, filters: Any, compressor: Any,
+              chunks: tuple[int, ...], check: Any) -> tuple[V2DType, tuple[Any, ...]]:
+    """The parsed dtype and the checked codec chain; only successes are kept. ``check``
+    (the geometry check) runs before the codecs see the chunk shape."""
+    key = repr((dtype_doc, order, filters, compressor, chunks))
+    hit = _MEMO.get(key)
+    if hit is not None:
+        return hit
+    dtype = parse_v2_dtype(dtype_doc, object_codec_of(filters, compressor))
+    check(dtype.data_type)
+    codecs = build_codecs(dtype, order, filters or None, compressor, len(chunks))
+    # checked with the type's default fill: no codec depends on the fill value
+    check_codecs(codecs, ChunkArraySpec(chunks, dtype.data_type,
+                                        dtype.data_type.default_fill()))
+    if len(key) <= _MEMO_KEY_MAX:
+        _MEMO.keep(key, (dtype, codecs))
+    return dtype, codecs
 
 
 def parse_v2_group(zgroup: bytes | str | dict[str, Any],
