@@ -42,9 +42,6 @@ ZMETADATA = ".zmetadata"
 
 _REQUIRED = ("zarr_format", "shape", "chunks", "dtype", "compressor", "fill_value", "order",
              "filters")
-#: zarr-python 3's member order (zarr-python 2 sorts the members alphabetically)
-ZARRAY_ORDER = ("shape", "chunks", "dtype", "fill_value", "order", "filters",
-                "dimension_separator", "compressor", "zarr_format")
 #: zarr-python 3 indents v2 documents by 2 (zarr-python 2 by 4, with sorted members)
 DEFAULT_INDENT = 2
 

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import MetadataError, UnsupportedExtensionError
+from ...errors import MetadataError
 from ..dtypes import DataType, data_type_from_numpy
 from ..dtypes.numeric import RawBitsType
 from ..dtypes.objects import ObjectType
