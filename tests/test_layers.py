@@ -34,7 +34,7 @@ FORBIDDEN = {
                       "kvzarr.stores.zip", "kvzarr.stores.filesystem", "kvzarr.stores.memory",
                       "kvzarr.stores.url", "kvzarr.transformers", "kvzarr.array",
                       "kvzarr.group", "kvzarr.engine", "kvzarr.api", "kvzarr.hierarchy",
-                      "kvzarr.metadata.v3"],
+                      "kvzarr.metadata.v3", "kvzarr.metadata.v2"],
     # (the chunk engine never touches consolidated metadata: only documents change it)
     "kvzarr.engine": ["kvzarr.array", "kvzarr.group", "kvzarr.api", "kvzarr.hierarchy",
                       "kvzarr.consolidated", "kvzarr.transformers", "kvzarr.stores.lmdb", "kvzarr.stores.sql",
@@ -44,7 +44,8 @@ FORBIDDEN = {
                         "kvzarr.engine", "kvzarr.api"],
     "kvzarr.grid": ["kvzarr.codecs", "kvzarr.stores", "kvzarr.indexing", "kvzarr.array",
                     "kvzarr.engine"],
-    "kvzarr.metadata.dtypes": ["kvzarr.codecs", "kvzarr.stores", "kvzarr.metadata.v3"],
+    "kvzarr.metadata.dtypes": ["kvzarr.codecs", "kvzarr.stores", "kvzarr.metadata.v3",
+                               "kvzarr.metadata.v2"],
     "kvzarr.array": ["kvzarr.group", "kvzarr.api", "kvzarr.hierarchy", "kvzarr.compaction"],
     "kvzarr.compaction": ["kvzarr.cli"],
     # copying moves values between stores: it never decodes them, so no engine or codecs

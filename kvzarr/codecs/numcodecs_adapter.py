@@ -61,10 +61,12 @@ BYTES_BYTES_IDS = frozenset({"blosc", "bz2", "gzip", "lz4", "lzma", "shuffle", "
 _EVOLVED = {"shuffle": "elementsize", "fixedscaleoffset": "dtype", "quantize": "dtype",
             "astype": "decode_dtype"}
 #: the dtype member a filter views its decoded side as, and its encoded side as
+#: (categorize is not a zarr-python 3 codec: only Zarr v2 arrays use it, through
+#: kvzarr.metadata.v2)
 _DECODED_DTYPE = {"delta": "dtype", "fixedscaleoffset": "dtype", "quantize": "dtype",
-                  "astype": "decode_dtype"}
+                  "astype": "decode_dtype", "categorize": "dtype"}
 _ENCODED_DTYPE = {"delta": "astype", "fixedscaleoffset": "astype", "quantize": "astype",
-                  "astype": "encode_dtype"}
+                  "astype": "encode_dtype", "categorize": "astype"}
 
 
 class _NumcodecsCodec(Codec):

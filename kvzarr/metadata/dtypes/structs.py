@@ -15,6 +15,11 @@ numpy dtypes with padding (``align=True``, explicit offsets, a larger itemsize),
 titles or sub-array fields have no struct form: they are rejected with a MetadataError
 rather than silently repacked, so that what is read back has the dtype that was given.
 
+Sub-array fields (``shapes``) exist only for Zarr v2 structured dtypes
+(``[name, dtype, shape]``, read by :mod:`kvzarr.metadata.v2`): the ``struct``
+specification has no form for them, so :meth:`StructType.to_json` then names them with
+a ``"shape"`` member no reader understands, for messages and comparisons only.
+
 Promises: fills round-trip bit-exactly (NaN payloads included); ``is_fill`` compares the
 packed bytes of each element, so it never matches a value that would read back differently.
 """
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,8 +56,11 @@ class StructType(DataType):
     """``struct``: fixed-size records of named, typed fields."""
     name = "struct"
 
-    def __init__(self, fields: Sequence[tuple[str, DataType]]) -> None:
+    def __init__(self, fields: Sequence[tuple[str, DataType]],
+                 shapes: dict[str, tuple[int, ...]] | None = None) -> None:
         fields = tuple(fields)
+        #: field name -> sub-array shape, for the fields that are sub-arrays (v2 only)
+        self.shapes = {k: tuple(v) for k, v in (shapes or {}).items()}
         if not fields:
             raise MetadataError("struct needs at least one field", field="data_type")
         seen: set[str] = set()
@@ -68,10 +77,13 @@ class StructType(DataType):
                 raise MetadataError(f"struct field {fname!r}: variable-length data type "
                                     f"{ftype.to_json()!r} has no fixed size", field="data_type")
         self.fields = fields
-        self.itemsize = sum(ftype.itemsize for _, ftype in fields)
+        self.itemsize = sum(ftype.itemsize * math.prod(self.shapes.get(fname, ()))
+                            for fname, ftype in fields)
         self.has_endianness = any(ftype.has_endianness for _, ftype in fields)
         # the list form of np.dtype packs fields in order with no padding
-        self.numpy_dtype = np.dtype([(fname, ftype.numpy_dtype) for fname, ftype in fields])
+        self.numpy_dtype = np.dtype([(fname, ftype.numpy_dtype, self.shapes[fname])
+                                     if fname in self.shapes else (fname, ftype.numpy_dtype)
+                                     for fname, ftype in fields])
         assert self.numpy_dtype.itemsize == self.itemsize
 
     # -- data type JSON ------------------------------------------------------------------
@@ -101,14 +113,17 @@ class StructType(DataType):
 
     def to_json(self) -> dict[str, Any]:
         return extension_json(self.name, {"fields": [
-            {"name": fname, "data_type": ftype.to_json()} for fname, ftype in self.fields]})
+            {"name": fname, "data_type": ftype.to_json(),
+             **({"shape": list(self.shapes[fname])} if fname in self.shapes else {})}
+            for fname, ftype in self.fields]})
 
     # -- fill values ---------------------------------------------------------------------
 
     def _pack(self, values: Sequence[Any]) -> np.void:
         """One element from per-field values already of each field's type."""
-        raw = b"".join(np.array(v, dtype=ftype.numpy_dtype).tobytes()
-                       for (_, ftype), v in zip(self.fields, values))
+        raw = b"".join(np.broadcast_to(np.array(v, dtype=ftype.numpy_dtype),
+                                       self.shapes.get(fname, ())).tobytes()
+                       for (fname, ftype), v in zip(self.fields, values))
         return np.frombuffer(raw, dtype=self.numpy_dtype)[0]
 
     def _per_field(self, value: dict[str, Any], convert: str) -> np.void:
@@ -123,6 +138,14 @@ class StructType(DataType):
         out = []
         for fname, ftype in self.fields:
             try:
+                if fname in self.shapes:    # a sub-array: convert each element
+                    items = np.asarray(value[fname], dtype=object).ravel()
+                    if items.size != math.prod(self.shapes[fname]):
+                        raise MetadataError(f"expected {math.prod(self.shapes[fname])} "
+                                            f"values, got {items.size}", field="fill_value")
+                    out.append(np.array([getattr(ftype, convert)(v) for v in items],
+                                        dtype=ftype.numpy_dtype).reshape(self.shapes[fname]))
+                    continue
                 out.append(getattr(ftype, convert)(value[fname]))
             except MetadataError as e:
                 raise MetadataError(f"struct field {fname!r}: {_message(e)}",
@@ -144,7 +167,9 @@ class StructType(DataType):
 
     def fill_to_json(self, value: Any) -> dict[str, Any]:
         element = np.array(value, dtype=self.numpy_dtype)
-        return {fname: ftype.fill_to_json(element[fname][()]) for fname, ftype in self.fields}
+        return {fname: ([ftype.fill_to_json(v) for v in element[fname].ravel()]
+                        if fname in self.shapes else ftype.fill_to_json(element[fname][()]))
+                for fname, ftype in self.fields}
 
     def coerce_fill(self, value: Any) -> np.void:
         if value is None:

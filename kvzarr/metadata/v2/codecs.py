@@ -10,10 +10,15 @@ Here that is:
 * ``order: "F"`` -> a ``transpose`` codec with the axes reversed, first (the bytes of an
   F-ordered chunk are those of its transpose in C order; one dimension needs none);
 * filters that are numcodecs array -> array codecs (delta, fixedscaleoffset, quantize,
-  astype, bitround, packbits) -> ``numcodecs.<id>`` codecs, in order;
-* an object codec (vlen-utf8, vlen-bytes; zarr-python puts it first among the filters)
-  -> the array -> bytes codec; otherwise ``bytes`` in the byte order of what the last
-  filter hands on (the dtype's own when there is none);
+  astype, bitround, packbits, and categorize, which zarr-python 3 does not know) ->
+  ``numcodecs.<id>`` codecs, in order;
+* an object codec (zarr-python puts it first among the filters) -> the array -> bytes
+  codec: vlen-utf8 / vlen-bytes, or numcodecs' json2, msgpack2, pickle, vlen-array
+  (:mod:`kvzarr.codecs.numcodecs_object`; the first three record the chunk's shape, so
+  they are refused with ``order: "F"``, which kvzarr gives them transposed);
+* otherwise ``bytes`` in the byte order of what the last filter hands on (the dtype's
+  own when there is none; a structured dtype whose fields differ in byte order gets
+  :class:`StructBytesCodec`, which stores each field in its own);
 * filters that work on bytes (shuffle, checksums, compressors used as filters) and the
   compressor -> bytes -> bytes codecs. Blosc is kvzarr's ``blosc`` codec with ``typesize``
   set to the item size numcodecs gives Blosc (the item size of the array the compressor
@@ -33,8 +38,9 @@ import numpy as np
 from ...codecs.base import ChunkArraySpec, Codec
 from ...codecs.blosc import BloscCodec
 from ...codecs.bytes import BytesCodec
+from ...codecs.numcodecs_object import NumcodecsObjectCodec
 from ...codecs.numcodecs_adapter import (ARRAY_ARRAY_IDS, ARRAY_BYTES_IDS, BYTES_BYTES_IDS,
-                                         numcodecs_codec)
+                                         NumcodecsArrayArrayCodec, numcodecs_codec)
 from ...codecs.pipeline import CodecPipeline
 from ...codecs.transpose import TransposeCodec
 from ...codecs.vlen import VlenBytesCodec, VlenUtf8Codec
@@ -42,9 +48,57 @@ from ...errors import KvzarrError, MetadataError, UnsupportedExtensionError
 from .dtypes import OBJECT_CODEC_IDS, V2DType
 
 _OBJECT_CODECS = {"vlen-utf8": VlenUtf8Codec, "vlen-bytes": VlenBytesCodec}
+#: object codecs whose encoding holds the shape of the array given to them
+_SHAPED = frozenset({"json2", "msgpack2", "pickle"})
 #: a filter's member naming the dtype it hands on (numcodecs' constructor arguments)
 _ENCODED_DTYPE = {"delta": ("astype", "dtype"), "fixedscaleoffset": ("astype", "dtype"),
-                  "quantize": ("astype", "dtype"), "astype": ("encode_dtype",)}
+                  "quantize": ("astype", "dtype"), "astype": ("encode_dtype",),
+                  "categorize": ("astype",)}
+
+
+class CategorizeCodec(NumcodecsArrayArrayCodec):
+    """numcodecs' Categorize filter (labels -> small integers), which zarr-python 2 used on
+    text and object arrays. Not a zarr-python 3 codec, so not registered for v3."""
+    name = "numcodecs.categorize"
+    codec_id = "categorize"
+
+
+class StructBytesCodec(BytesCodec):
+    """``bytes`` for a v2 structured dtype whose fields differ in byte order: each field
+    stored in its own (the one ``endian`` of the v3 codec cannot say this)."""
+
+    def __init__(self, stored: np.dtype) -> None:
+        super().__init__("little")
+        self._stored = stored
+
+    def stored_dtype(self, dt: Any) -> np.dtype:
+        return self._stored
+
+    def evolve(self, spec: ChunkArraySpec) -> "StructBytesCodec":
+        return self
+
+    def to_json(self) -> dict[str, Any]:   # for messages and comparisons only
+        return {"name": "bytes", "configuration": {"fields": str(self._stored.descr)}}
+
+
+def with_byte_orders(native: np.dtype, document: np.dtype) -> np.dtype:
+    """``native`` (a data type's in-memory dtype) with the byte order of each field of
+    ``document`` (the same layout, as the ``.zarray`` spells it)."""
+    if native.fields is not None:
+        out = []
+        for name in native.names:
+            sub_native, sub_doc = native.fields[name][0], document.fields[name][0]
+            if sub_native.subdtype is not None:
+                base = with_byte_orders(sub_native.subdtype[0], sub_doc.subdtype[0])
+                out.append((name, base, sub_native.subdtype[1]))
+            else:
+                out.append((name, with_byte_orders(sub_native, sub_doc)))
+        return np.dtype(out)
+    if document.byteorder in "<>" and native.itemsize > 1:
+        return native.newbyteorder(document.byteorder)
+    return native
+
+
 #: blosc shuffle integers (numcodecs.blosc NOSHUFFLE, SHUFFLE, BITSHUFFLE; -1 = AUTOSHUFFLE)
 SHUFFLE_NAMES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
 AUTOSHUFFLE = -1
@@ -124,13 +178,22 @@ def build_codecs(dtype: V2DType, order: str, filters: list[Any] | None,
     stored = dtype.stored
     typesize = stored.itemsize
     array_bytes: Codec | None = None
-    if dtype.object_codec is not None:
+    if dtype.object_codec is not None and dtype.object_codec != "categorize":
         first = filters[0] if filters else None
         if not (isinstance(first, dict) and first.get("id") == dtype.object_codec):
             raise UnsupportedExtensionError(
                 f"the object codec {dtype.object_codec!r} must be the first filter",
                 field="filters")
-        array_bytes = _OBJECT_CODECS[dtype.object_codec]()
+        if dtype.object_codec in _OBJECT_CODECS:
+            array_bytes = _OBJECT_CODECS[dtype.object_codec]()
+        else:
+            if order == "F" and ndim > 1 and dtype.object_codec in _SHAPED:
+                raise UnsupportedExtensionError(
+                    f"object codec {dtype.object_codec!r} records the chunk's shape, "
+                    "which an order 'F' chunk gives transposed: not supported",
+                    field="order")
+            _, config = codec_config(first, "filters[0]")
+            array_bytes = NumcodecsObjectCodec(dtype.object_codec, config)
         typesize = 1
         rest = list(enumerate(filters))[1:]
     else:
@@ -138,7 +201,15 @@ def build_codecs(dtype: V2DType, order: str, filters: list[Any] | None,
     for i, doc in rest:
         field = f"filters[{i}]"
         codec_id, config = codec_config(doc, field)
-        if codec_id in ARRAY_ARRAY_IDS and array_bytes is None and not bytes_bytes:
+        if codec_id == "categorize" and array_bytes is None and not bytes_bytes:
+            try:
+                array_array.append(CategorizeCodec(config))
+            except KvzarrError as e:
+                e.field = field
+                raise
+            stored = _encoded_dtype(codec_id, config, stored, field)
+            typesize = stored.itemsize
+        elif codec_id in ARRAY_ARRAY_IDS and array_bytes is None and not bytes_bytes:
             array_array.append(_numcodecs(codec_id, config, field))
             stored = _encoded_dtype(codec_id, config, stored, field)
             typesize = stored.itemsize
@@ -163,7 +234,11 @@ def build_codecs(dtype: V2DType, order: str, filters: list[Any] | None,
                 stored.byteorder == "=" and not np.little_endian) else "little"
         if stored is dtype.stored:
             endian = dtype.endian       # structured: the fields' byte order
-        array_bytes = BytesCodec(endian)
+        if stored is dtype.stored and dtype.mixed_byte_orders:
+            array_bytes = StructBytesCodec(
+                with_byte_orders(dtype.data_type.numpy_dtype, dtype.stored))
+        else:
+            array_bytes = BytesCodec(endian)
     if compressor is not None:
         codec_id, config = codec_config(compressor, "compressor")
         if codec_id == "blosc":

@@ -36,7 +36,9 @@ from ...codecs.base import ChunkArraySpec, Codec
 from ...codecs.gzip import GzipCodec
 from ...codecs.pipeline import CodecPipeline
 from ...codecs.zstd import ZstdCodec
-from ...errors import MetadataError
+from ...errors import MetadataError, UnsupportedExtensionError
+from ..dtypes.objects import ObjectType
+from ..dtypes.structs import StructType
 from ..v3 import ArrayMetadata, GroupMetadata
 from .codecs import AUTOSHUFFLE, build_codecs, codec_config
 from .documents import V2ArrayLegacy
@@ -58,10 +60,32 @@ def _core_compressor(compressor: dict[str, Any]) -> Codec | None:
     return None
 
 
+def _has_subarrays(data_type: Any) -> bool:
+    if not isinstance(data_type, StructType):
+        return False
+    return bool(data_type.shapes) or any(_has_subarrays(t) for _, t in data_type.fields)
+
+
 def v2_to_v3(metadata: ArrayMetadata) -> tuple[ArrayMetadata, list[str]]:
     """The v3 metadata reading the same chunks as the v2 array ``metadata`` (from
     :func:`~kvzarr.metadata.v2.parse_v2_array`), and one note per choice made."""
     legacy = _legacy(metadata)
+    if isinstance(metadata.data_type, ObjectType):
+        raise UnsupportedExtensionError(
+            f"Zarr v3 has no data type for Python objects encoded with "
+            f"{legacy.dtype.object_codec!r}", field="dtype")
+    if legacy.dtype.mixed_byte_orders:
+        raise UnsupportedExtensionError(
+            "this structured dtype's fields differ in byte order, which the v3 bytes codec "
+            "(one endian) cannot say", field="dtype")
+    if any(isinstance(doc, dict) and doc.get("id") == "categorize"
+           for doc in legacy.filters or ()):
+        raise UnsupportedExtensionError(
+            "the categorize filter has no Zarr v3 codec zarr-python 3 reads", field="filters")
+    if _has_subarrays(metadata.data_type):
+        raise UnsupportedExtensionError(
+            "the struct data type has no sub-array fields: this structured dtype has no "
+            "Zarr v3 form", field="dtype")
     notes: list[str] = []
     ndim = len(metadata.shape)
     codecs = list(build_codecs(legacy.dtype, legacy.order, legacy.filters or None,

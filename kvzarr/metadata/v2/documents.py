@@ -26,7 +26,11 @@ import numpy as np
 from ...codecs.base import ChunkArraySpec
 from ...errors import MetadataError
 from ...grid import MAX_INDEX, MAX_NDIM, parse_chunk_grid
+from ...runtime.memo import BoundedMemo
 from ..chunk_keys import ChunkKeyEncoding
+from ..dtypes import DataType
+from ..dtypes.objects import ObjectType
+from ..dtypes.strings import BytesType, StringType
 from ..v3 import ArrayMetadata, GroupMetadata, check_geometry
 from .codecs import build_codecs, check_codecs
 from .dtypes import V2DType, fill_from_v2, fill_to_v2, object_codec_of, parse_v2_dtype
@@ -38,9 +42,6 @@ ZMETADATA = ".zmetadata"
 
 _REQUIRED = ("zarr_format", "shape", "chunks", "dtype", "compressor", "fill_value", "order",
              "filters")
-#: zarr-python 3's member order (zarr-python 2 sorts the members alphabetically)
-ZARRAY_ORDER = ("shape", "chunks", "dtype", "fill_value", "order", "filters",
-                "dimension_separator", "compressor", "zarr_format")
 #: zarr-python 3 indents v2 documents by 2 (zarr-python 2 by 4, with sorted members)
 DEFAULT_INDENT = 2
 
@@ -55,6 +56,12 @@ class V2ArrayLegacy:
     #: a ``.zattrs`` document exists (written back even when empty)
     has_zattrs: bool
     indent: int | None = DEFAULT_INDENT
+
+    @property
+    def sort_keys(self) -> bool:
+        """zarr-python 2 wrote the members sorted (and sorts ``.zattrs`` too)."""
+        keys = list(self.zarray)
+        return len(keys) > 1 and keys == sorted(keys)
 
     @property
     def fill_is_null(self) -> bool:
@@ -89,6 +96,8 @@ def _load(data: bytes | str | dict[str, Any], where: str) -> tuple[dict[str, Any
     if isinstance(data, dict):
         return data, DEFAULT_INDENT
     try:
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            data = bytes(data).decode("utf-8")     # (json.loads would guess the encoding)
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError) as e:
         raise MetadataError(f"{where} is not valid JSON: {e}", path=where) from None
@@ -96,8 +105,7 @@ def _load(data: bytes | str | dict[str, Any], where: str) -> tuple[dict[str, Any
         raise MetadataError(f"{where} is nested too deeply", path=where) from None
     if not isinstance(doc, dict):
         raise MetadataError(f"{where} must be a JSON object", path=where)
-    text = data.decode("utf-8", "replace") if isinstance(data, (bytes, bytearray)) else data
-    return doc, _indent_of(text)
+    return doc, _indent_of(data)
 
 
 def _indent_of(text: str) -> int | None:
@@ -184,19 +192,43 @@ def _parse_array(doc: dict[str, Any], attributes: dict[str, Any], has_zattrs: bo
     if compressor is not None and not isinstance(compressor, dict):
         raise MetadataError(f"compressor must be an object or null, got {compressor!r}",
                             field="compressor")
-    dtype = parse_v2_dtype(doc["dtype"], object_codec_of(filters, compressor))
     grid, grid_name = parse_chunk_grid(
         {"name": "regular", "configuration": {"chunk_shape": list(chunks)}}, shape)
+    dtype, codecs = _memoized(doc["dtype"], order, filters, compressor, chunks,
+                              lambda data_type: check_geometry(shape, grid, data_type))
     check_geometry(shape, grid, dtype.data_type)
     fill = fill_from_v2(dtype, doc["fill_value"])
-    codecs = build_codecs(dtype, order, filters or None, compressor, len(shape))
-    check_codecs(codecs, ChunkArraySpec(chunks, dtype.data_type, fill))
     legacy = V2ArrayLegacy(zarray=dict(doc), dtype=dtype, has_zattrs=has_zattrs,
                            indent=indent)
     return ArrayMetadata(
         shape=shape, data_type=dtype.data_type, chunk_grid=grid, chunk_grid_name=grid_name,
         chunk_key_encoding=ChunkKeyEncoding("v2", separator), fill_value=fill,
         codecs=codecs, attributes=attributes, zarr_format=2, legacy=legacy)
+
+
+#: (dtype, order, filters, compressor, chunks) -> (V2DType, codecs): immutable, so arrays
+#: of one kind share them (a hierarchy repeats a few kinds thousands of times)
+_MEMO = BoundedMemo(1024)
+_MEMO_KEY_MAX = 4096
+
+
+def _memoized(dtype_doc: Any, order: str, filters: Any, compressor: Any,
+              chunks: tuple[int, ...], check: Any) -> tuple[V2DType, tuple[Any, ...]]:
+    """The parsed dtype and the checked codec chain; only successes are kept. ``check``
+    (the geometry check) runs before the codecs see the chunk shape."""
+    key = repr((dtype_doc, order, filters, compressor, chunks))
+    hit = _MEMO.get(key)
+    if hit is not None:
+        return hit
+    dtype = parse_v2_dtype(dtype_doc, object_codec_of(filters, compressor))
+    check(dtype.data_type)
+    codecs = build_codecs(dtype, order, filters or None, compressor, len(chunks))
+    # checked with the type's default fill: no codec depends on the fill value
+    check_codecs(codecs, ChunkArraySpec(chunks, dtype.data_type,
+                                        dtype.data_type.default_fill()))
+    if len(key) <= _MEMO_KEY_MAX:
+        _MEMO.keep(key, (dtype, codecs))
+    return dtype, codecs
 
 
 def parse_v2_group(zgroup: bytes | str | dict[str, Any],
@@ -219,9 +251,10 @@ def parse_v2_group(zgroup: bytes | str | dict[str, Any],
 
 # -- writing ---------------------------------------------------------------------------------
 
-def _dumps(doc: Any, indent: int | None, what: str) -> bytes:
+def _dumps(doc: Any, indent: int | None, what: str, sort_keys: bool = False) -> bytes:
     try:
-        return json.dumps(doc, indent=indent, allow_nan=True).encode("ascii")
+        return json.dumps(doc, indent=indent, allow_nan=True,
+                          sort_keys=sort_keys).encode("ascii")
     except (TypeError, ValueError) as e:
         raise MetadataError(f"{what} is not JSON-serializable: {e}", field=what) from None
     except RecursionError:
@@ -229,10 +262,11 @@ def _dumps(doc: Any, indent: int | None, what: str) -> bytes:
                             field=what) from None
 
 
-def _zattrs(attributes: dict[str, Any], has_zattrs: bool, indent: int | None) -> bytes | None:
+def _zattrs(attributes: dict[str, Any], has_zattrs: bool, indent: int | None,
+            sort_keys: bool = False) -> bytes | None:
     if not attributes and not has_zattrs:
         return None
-    return _dumps(attributes, indent, ZATTRS)
+    return _dumps(attributes, indent, ZATTRS, sort_keys)
 
 
 def _with_separator(doc: dict[str, Any], separator: str) -> dict[str, Any]:
@@ -262,7 +296,7 @@ def v2_array_documents(metadata: ArrayMetadata) -> tuple[bytes, bytes | None]:
     doc["shape"] = list(metadata.shape)
     doc = _with_separator(doc, metadata.chunk_key_encoding.separator)
     return (_dumps(doc, legacy.indent, ZARRAY),
-            _zattrs(metadata.attributes, legacy.has_zattrs, legacy.indent))
+            _zattrs(metadata.attributes, legacy.has_zattrs, legacy.indent, legacy.sort_keys))
 
 
 def v2_group_documents(metadata: GroupMetadata) -> tuple[bytes, bytes | None]:
@@ -313,8 +347,15 @@ def _v2_dtype_doc(dtype: Any) -> tuple[Any, str | None]:
         return "|O", "vlen-bytes"
     if dtype is bytes:
         return "|O", "vlen-bytes"
-    npd = dtype.numpy_dtype if hasattr(dtype, "numpy_dtype") else None
-    if npd is None:
+    if isinstance(dtype, DataType):
+        if isinstance(dtype, StringType):
+            return "|O", "vlen-utf8"
+        if isinstance(dtype, BytesType):
+            return "|O", "vlen-bytes"
+        if isinstance(dtype, ObjectType):
+            return "|O", dtype.codec_id
+        npd = dtype.numpy_dtype
+    else:
         try:
             npd = np.dtype(dtype)
         except (TypeError, ValueError) as e:

@@ -14,12 +14,14 @@ Mapping (zarr-python 3's own v2 reading, which kvzarr must match element for ele
 ``<f2``, ``<f4``, ``>f8``      ``float16``, ``float32``, ``float64``
 ``<c8``, ``>c16``              ``complex64``, ``complex128``
 ``<M8[10us]``, ``>m8[s]``      ``numpy.datetime64`` / ``numpy.timedelta64``
-``|S<n>``                      :func:`fixed_bytes_type` (see there)
+``|S<n>``                      ``null_terminated_bytes`` of ``n`` bytes
 ``<U<n>``, ``>U<n>``           ``fixed_length_utf32`` of ``4 n`` bytes
 ``|V<n>``                      ``r<8 n>`` (raw bytes)
 structured                     ``struct`` (every field of one byte order)
 ``|O`` + vlen-utf8             ``string``
 ``|O`` + vlen-bytes            ``bytes``
+``|O`` + json2, msgpack2,      Python objects (:class:`ObjectType`, v2 only)
+pickle, vlen-array
 =============================  ==============================================
 
 Fill values: ``null`` reads as the data type's default (zero, ``""``, NaT for
@@ -40,16 +42,18 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import MetadataError, UnsupportedExtensionError
+from ...errors import MetadataError
 from ..dtypes import DataType, data_type_from_numpy
 from ..dtypes.numeric import RawBitsType
-from ..dtypes.strings import BytesType, FixedLengthUTF32Type, StringType
+from ..dtypes.objects import ObjectType
+from ..dtypes.strings import (BytesType, FixedLengthUTF32Type, NullTerminatedBytesType,
+                              StringType)
 from ..dtypes.structs import StructType
 
 #: the object codecs zarr-python 2 knows (zarr-python 3's ``OBJECT_CODEC_IDS``)
 OBJECT_CODEC_IDS = ("vlen-utf8", "vlen-bytes", "vlen-array", "pickle", "json2", "msgpack2")
-#: object codecs kvzarr maps to a data type and its array -> bytes codec
-SUPPORTED_OBJECT_CODECS = {"vlen-utf8": StringType, "vlen-bytes": BytesType}
+#: object codecs with a Zarr v3 data type; the others read as Python objects (ObjectType)
+TYPED_OBJECT_CODECS = {"vlen-utf8": StringType, "vlen-bytes": BytesType}
 
 _SIMPLE = re.compile(r"([<>|=])([biufcmMSUVO])([0-9]{0,12})(\[[0-9]{0,10}[A-Za-zμ]+\])?")
 _SIZES = {"b": (1,), "i": (1, 2, 4, 8), "u": (1, 2, 4, 8), "f": (2, 4, 8), "c": (8, 16),
@@ -59,12 +63,8 @@ _MAX_DEPTH = 32
 
 
 def fixed_bytes_type(length: int) -> DataType:
-    """The data type of numpy ``S<length>``: raw bytes of that length, so every byte
-    written reads back (``null_terminated_bytes`` replaces this where it is available)."""
-    try:
-        from ..dtypes.strings import NullTerminatedBytesType  # type: ignore[attr-defined]
-    except ImportError:
-        return RawBitsType(8 * length)
+    """The data type of numpy ``S<length>``: ``null_terminated_bytes`` (zarr-python 3's
+    name for it, which zarr-python 3 writes for a v2 ``|S`` array it migrates)."""
     return NullTerminatedBytesType(length)
 
 
@@ -77,8 +77,12 @@ class V2DType:
     stored: np.dtype
     #: the ``bytes`` codec's endian: "little"/"big", None for one-byte or object types
     endian: str | None
-    #: the object codec id for ``|O`` arrays, else None
+    #: the object codec id for ``|O`` arrays ("categorize" for the categorize filter,
+    #: which zarr-python 2 also allowed to turn objects into numbers), else None
     object_codec: str | None = None
+    #: a structured dtype whose fields have different byte orders (``endian`` is None;
+    #: ``stored`` says each field's)
+    mixed_byte_orders: bool = False
 
 
 def _bad(why: str, field: str = "dtype") -> MetadataError:
@@ -169,15 +173,13 @@ _LITTLE = np.little_endian
 def _data_type(npd: np.dtype, field: str) -> DataType:
     """The kvzarr data type of a stored (any byte order) fixed-size numpy dtype."""
     if npd.fields is not None:
-        members = []
+        members, shapes = [], {}
         for name in npd.names:
             sub = npd.fields[name][0]
             if sub.subdtype is not None:
-                raise UnsupportedExtensionError(
-                    f"structured field {name!r} is a sub-array ({sub}), which kvzarr's "
-                    "struct data type cannot hold", field=field)
+                sub, shapes[name] = sub.subdtype
             members.append((name, _data_type(sub, field)))
-        return StructType(members)
+        return StructType(members, shapes)
     if npd.kind == "S":
         return fixed_bytes_type(npd.itemsize)
     if npd.kind == "V":
@@ -193,6 +195,9 @@ def object_codec_of(filters: Any, compressor: Any) -> str | None:
     for codec in (*(filters or ()), compressor):
         if isinstance(codec, dict) and codec.get("id") in OBJECT_CODEC_IDS:
             return codec["id"]
+    first = filters[0] if filters else None
+    if isinstance(first, dict) and first.get("id") == "categorize":
+        return "categorize"
     return None
 
 
@@ -209,22 +214,19 @@ def parse_v2_dtype(doc: Any, object_codec: str | None, field: str = "dtype") -> 
         if object_codec is None:
             raise _bad("an object ('|O') array needs an object codec (vlen-utf8, "
                        "vlen-bytes, ...) among its filters", field)
-        cls = SUPPORTED_OBJECT_CODECS.get(object_codec)
-        if cls is None:
-            raise UnsupportedExtensionError(
-                f"object codec {object_codec!r} is not supported (kvzarr reads object "
-                f"arrays of {', '.join(SUPPORTED_OBJECT_CODECS)})", field="filters")
-        return V2DType(cls(), npd, None, object_codec)
+        if object_codec == "categorize":    # its labels are text
+            return V2DType(StringType(), npd, None, object_codec)
+        cls = TYPED_OBJECT_CODECS.get(object_codec)
+        data_type = cls() if cls is not None else ObjectType(object_codec)
+        return V2DType(data_type, npd, None, object_codec)
     orders = _byte_orders(npd)
-    if len(orders) > 1:
-        raise UnsupportedExtensionError(
-            f"dtype {doc!r} mixes byte orders, which one bytes codec cannot encode",
-            field=field)
     try:
         data_type = _data_type(npd, field)
     except MetadataError as e:
         e.field = field
         raise
+    if len(orders) > 1:
+        return V2DType(data_type, npd, None, mixed_byte_orders=True)
     endian = None
     if orders and npd.itemsize > 1:
         endian = "big" if orders == {">"} else "little"
@@ -249,14 +251,21 @@ def fill_from_v2(dtype: V2DType, value: Any) -> Any:
     dt, npd = dtype.data_type, dtype.stored
     if value is None:
         return dt.default_fill()
-    if dtype.object_codec == "vlen-utf8":
+    if dtype.object_codec in ("vlen-utf8", "categorize"):
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise MetadataError(f"fill_value {value!r} for a string array must be a string",
                                 field="fill_value")
         return dt.fill_from_json(value if isinstance(value, str) else str(value))
     if dtype.object_codec == "vlen-bytes":
+        if value == 0 and not isinstance(value, bool):
+            # zarr-python 2's default fill for every array, object arrays included
+            return dt.default_fill()
         return _base64(value, "a bytes array")
     kind = npd.kind
+    if kind in "SV" and value == 0 and not isinstance(value, bool):
+        # lenient: the number zarr-python 2 takes as its default fill, as zero bytes
+        return np.zeros((), dtype=dt.numpy_dtype)[()] if npd.fields is not None \
+            else dt.coerce_fill(b"\x00" * npd.itemsize)
     if kind == "S" or (kind == "V" and npd.fields is None):
         raw = _base64(value, str(npd))
         if len(raw) > npd.itemsize:
@@ -286,7 +295,7 @@ def fill_to_v2(dtype: V2DType, value: Any) -> Any:
     dt, npd = dtype.data_type, dtype.stored
     if value is None:
         return None
-    if dtype.object_codec == "vlen-utf8":
+    if dtype.object_codec in ("vlen-utf8", "categorize"):
         return str(value)
     if dtype.object_codec == "vlen-bytes":
         return base64.standard_b64encode(bytes(value)).decode("ascii")
