@@ -191,7 +191,10 @@ def rewrite_node(store: Store, path: str, metadata: Metadata,
         fresh = parse_node_metadata(doc, where)
         store.set(key, encode_json(doc))
         return fresh
-    current = read_node(store, path, fmt)
+    keys = document_keys(path, fmt)
+    stored = dict(zip(keys, store.get_many(keys)))
+    current = parse_documents({k.rpartition("/")[2]: v for k, v in stored.items()}, path,
+                              fmt)
     if current is None:
         raise NodeNotFoundError("node was deleted", path=where)
     if type(current) is not type(metadata):
@@ -203,11 +206,16 @@ def rewrite_node(store: Store, path: str, metadata: Metadata,
     changes: dict[str, Any] = {"attributes": doc.get("attributes") or {}}
     if isinstance(current, ArrayMetadata):
         changes["shape"] = tuple(doc["shape"])
-    # the documents written are parsed again: what is stored is what the handle holds
     docs = documents_of(path, replace(current, **changes))
-    write_node_documents(store, docs)
-    values = {k.rpartition("/")[2]: v for k, v in docs}
-    fresh = parse_documents(values, path, fmt)
+    # only the documents whose content changes are written: an attribute change leaves
+    # .zarray as its writer wrote it, a resize leaves .zattrs
+    node_changed = isinstance(current, ArrayMetadata) and changes["shape"] != current.shape
+    attrs_changed = changes["attributes"] != current.attributes
+    write_node_documents(store, [(k, v) for k, v in docs
+                                 if (node_changed if k.endswith((v2.ZARRAY, v2.ZGROUP))
+                                     else attrs_changed)])
+    # what is stored now is parsed again: what the handle holds is what is stored
+    fresh = parse_documents({k.rpartition("/")[2]: v for k, v in docs}, path, fmt)
     assert fresh is not None
     return fresh
 

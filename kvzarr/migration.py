@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import NodeNotFoundError
+from .errors import KvzarrError, NodeNotFoundError
 from .formats import document_keys, parse_documents
 from .metadata import v1, v2
 from .metadata.v3 import ZARR_JSON, ArrayMetadata, GroupMetadata
@@ -206,12 +206,17 @@ def _children(store: Store, groups: list[tuple[str, GroupMetadata]]
 
 def _convert(path: str, metadata: ArrayMetadata | GroupMetadata) -> NodeMigration:
     fmt = metadata.zarr_format
-    if isinstance(metadata, GroupMetadata):
-        new, notes = v2.v2_group_to_v3(metadata)
-    elif fmt == 2:
-        new, notes = v2.v2_to_v3(metadata)
-    else:
-        new, notes = v1.v1_to_v3(metadata)
+    try:
+        if isinstance(metadata, GroupMetadata):
+            new, notes = v2.v2_group_to_v3(metadata)
+        elif fmt == 2:
+            new, notes = v2.v2_to_v3(metadata)
+        else:
+            new, notes = v1.v1_to_v3(metadata)
+    except KvzarrError as e:
+        if e.path is None:       # say which node cannot be migrated
+            e.path = "/" + path
+        raise
     return NodeMigration(path=path, node_type=metadata.node_type, from_format=fmt,
                          metadata=new, notes=list(notes),
                          old_keys=document_keys(path, fmt))
