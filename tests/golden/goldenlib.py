@@ -100,7 +100,8 @@ def expected_values(entry) -> np.ndarray:
     elif kind.startswith("arrays:"):
         flat = [np.array(v, dtype=kind.split(":", 1)[1]) for v in flat]
     out = np.empty(len(flat), dtype=object)
-    out[:] = flat if flat else []
+    for i, v in enumerate(flat):  # one by one: numpy would make equal-length lists an axis
+        out[i] = v
     return out.reshape(doc["shape"])
 
 

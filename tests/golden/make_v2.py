@@ -207,7 +207,8 @@ def _smooth(path, dtype, shape):
 
 def _objects(values, shape):
     out = np.empty(len(values), dtype=object)
-    out[:] = values
+    for i, v in enumerate(values):  # one by one: numpy would make equal-length lists an axis
+        out[i] = v
     return out.reshape(shape)
 
 
@@ -599,6 +600,9 @@ def main() -> None:
     specs = catalogue()
     OUT.mkdir(parents=True, exist_ok=True)
     EXPECTED.mkdir(parents=True, exist_ok=True)
+    for old in EXPECTED.iterdir():  # this writer's expected files: all but zarr-python 3's
+        if old.name not in ("manifest.json", "zarr3-v2"):
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
     for name in STORES:
         write_store(name, specs)
     # the expected files come from the store that holds every array; the others must agree

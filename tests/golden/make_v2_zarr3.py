@@ -76,6 +76,7 @@ def main() -> None:
     warnings.simplefilter("ignore")  # zarr-python 3 warns that v2 is not its native format
     root_path = V2 / NAME
     shutil.rmtree(root_path, ignore_errors=True)
+    shutil.rmtree(EXPECTED / PREFIX, ignore_errors=True)
     store = zarr.storage.LocalStore(root_path)
     root = zarr.open_group(store, mode="w", zarr_format=2, attributes=GROUP_ATTRS[""])
     root.create_group("sub", attributes=GROUP_ATTRS["sub"])
