@@ -178,3 +178,31 @@ def test_copying_a_v2_node_gives_it_v2_ancestors(tmp_path: Path) -> None:
         v3 = str(tmp_path / "v3.sqlite")
         kvzarr.create_group(v3, path="sub").close()
         kvzarr.copy_store(src, v3, path="sub/nested_keys")
+
+
+def test_broken_v2_documents_in_a_store_name_the_document(tmp_path: Path) -> None:
+    where = str(tmp_path / "x.sqlite")
+    write_v2_hierarchy(where)
+    st = kvzarr.open_store(where)
+    st.set("plain/.zarray", b"{not json")
+    st.set("sub/.zgroup", b'{"zarr_format": 2, "surprise": true}')
+    st.close()
+    with pytest.raises(MetadataError) as err:
+        kvzarr.open_array(where, path="plain", mode="r")
+    assert err.value.path == "plain/.zarray"
+    with pytest.raises(MetadataError) as err:
+        kvzarr.open_group(where, path="sub", mode="r")
+    assert err.value.path == "sub/.zgroup" and err.value.field == "surprise"
+    with pytest.raises(MetadataError):       # and a migration refuses, changing nothing
+        kvzarr.migrate_v3(where)
+
+
+def test_v2_creation_refuses_what_v2_cannot_hold_before_writing(tmp_path: Path) -> None:
+    where = str(tmp_path / "x.sqlite")
+    for bad in ({"shards": (4,)}, {"dimension_names": ["x"]},
+                {"chunk_key_encoding": {"name": "default"}},
+                {"compressors": [numcodecs.Zlib(), numcodecs.BZ2()]}):
+        with pytest.raises(MetadataError):
+            kvzarr.create_array(where, name="a", shape=(8,), chunks=(4,), dtype="i4",
+                                zarr_format=2, **bad)
+    assert not Path(where).exists()
