@@ -39,10 +39,12 @@ and the notes on each choice above, for :func:`v1_to_v3`. Nothing here touches a
 from __future__ import annotations
 
 import json
+import lzma
 import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numcodecs.blosc as _nc_blosc
 import numpy as np
 
 from ..codecs.blosc import CNAMES, BloscCodec
@@ -134,9 +136,11 @@ def v1_to_v3(metadata: ArrayMetadata) -> tuple[ArrayMetadata, list[str]]:
 
 def parse_v1_dtype(doc: Any) -> np.dtype:
     """The NumPy dtype of a v1 ``dtype`` member: a type string with its byte order
-    (``"<i4"``, ``"|S12"``, ``"<M8[ns]"``) or a list of ``[name, dtype]`` (or ``[name,
-    dtype, shape]``) pairs, nested for nested structures. MetadataError (field ``dtype``)
-    for anything else, for a multi-byte type given byte order ``|`` and for objects."""
+    (``"<i4"``, ``"|S12"``, ``"<M8[ns]"``) or a NumPy ``descr`` list of ``[name, dtype]``
+    pairs, nested for nested structures. MetadataError (field ``dtype``) for anything
+    else: a type string without a byte order, a multi-byte type with byte order ``|``,
+    a size NumPy does not have, objects (v1 has no object encoding), sub-array fields
+    (``[name, dtype, shape]``: no kvzarr data type) and unnamed or repeated fields."""
     return _parse_dtype(doc)
 
 
@@ -381,8 +385,12 @@ def _blosc(opts: Any, npd: np.dtype) -> tuple[BloscCodec, str]:
     typesize = max(npd.itemsize, 1)
     codec = BloscCodec(typesize=typesize, cname=cname, clevel=clevel,
                        shuffle=_SHUFFLE_NAMES[shuffle], blocksize=0)
-    return codec, (f"compression blosc {opts}: blosc codec (cname {cname}, clevel {clevel}, "
-                   f"shuffle {_SHUFFLE_NAMES[shuffle]}, typesize {typesize}, blocksize 0)")
+    note = (f"compression blosc {opts}: blosc codec (cname {cname}, clevel {clevel}, "
+            f"shuffle {_SHUFFLE_NAMES[shuffle]}, typesize {typesize}, blocksize 0)")
+    if cname not in _nc_blosc.list_compressors():
+        note += (f"; this Blosc build has no {cname} (numcodecs ships it without), so its "
+                 "chunks cannot be decoded here")
+    return codec, note
 
 
 def _lzma(opts: Any) -> tuple[Any, str]:
@@ -401,7 +409,15 @@ def _lzma(opts: Any) -> tuple[Any, str]:
             and all(isinstance(f, dict) for f in opts["filters"])):
         raise MetadataError("lzma filters must be null or a list of objects",
                             field="compression_opts.filters")
-    codec = numcodecs_codec("lzma", **opts)  # numcodecs checks what it can of the rest
+    try:
+        # numcodecs checks nothing until a chunk is compressed: the standard library's
+        # compressor checks format, check, preset and filters together, as zarr 1.x's did
+        lzma.LZMACompressor(format=opts["format"], check=opts["check"],
+                            preset=opts["preset"], filters=opts["filters"])
+    except (ValueError, TypeError, KeyError, lzma.LZMAError) as e:
+        raise MetadataError(f"invalid lzma compression_opts {opts!r}: {e}",
+                            field="compression_opts") from e
+    codec = numcodecs_codec("lzma", **opts)
     return codec, (f"compression lzma {opts}: numcodecs.lzma (the same bytes; TensorStore "
                    "has no such codec)")
 

@@ -199,7 +199,8 @@ def test_zero_dimensional_v1_array_is_refused():
 # --- generated arrays: an independent encoder following the spec --------------------------
 
 DTYPES = ["<i4", ">i4", "<f8", ">f8", "|u1", "|i1", "|b1", "<c8", ">u2", "<U3", ">U2",
-          "<M8[ms]", "|V3", [["r", "|u1"], ["g", "<i2"]], [["x", ">f4"], ["y", ">u8"]]]
+          "<M8[ms]", "|V3", [["r", "|u1"], ["g", "<i2"]], [["x", ">f4"], ["y", ">u8"]],
+          *(["|S3"] if S_SUPPORTED else [])]
 
 
 def _sample(npd: np.dtype, shape, rng) -> np.ndarray:
@@ -210,6 +211,8 @@ def _sample(npd: np.dtype, shape, rng) -> np.ndarray:
     elif npd.kind == "U":
         out = np.array(["".join(chr(97 + (b % 26)) for b in raw[i:i + npd.itemsize // 4])
                         for i in range(0, raw.size, npd.itemsize)], dtype=npd).reshape(shape)
+    elif npd.kind == "S":
+        out = (raw.reshape(-1, npd.itemsize) % 26 + 97).view(npd).reshape(shape)
     elif npd.kind == "M":
         out = (raw.view(np.int64) % 2 ** 50).view(npd).reshape(shape)
     return out
@@ -425,6 +428,13 @@ BAD_META = [
     ({"compression": "lzma",
       "compression_opts": {"format": 1, "check": 0, "preset": 12, "filters": None}},
      "compression_opts.preset"),
+    ({"compression": "lzma",
+      "compression_opts": {"format": 7, "check": 0, "preset": 1, "filters": None}},
+     "compression_opts"),
+    ({"compression": "lzma",
+      "compression_opts": {"format": 1, "check": 0, "preset": None,
+                           "filters": [{"id": 999}]}},
+     "compression_opts"),
     ({"fill_value": "abc"}, "fill_value"),
     ({"fill_value": [1]}, "fill_value"),
     ({"fill_value": 1.5}, "fill_value"),
@@ -464,6 +474,16 @@ def test_attrs_that_are_not_a_json_object(attrs):
     with pytest.raises(MetadataError) as err:
         parse_v1_array(meta_doc(), attrs, "a")
     assert err.value.key == "a/attrs"
+
+
+def test_blosc_snappy_is_read_with_a_note_that_its_chunks_cannot_be_decoded():
+    # zarr 1.x bundled snappy in its Blosc; numcodecs' Blosc has none
+    m = parse_v1_array(meta_doc(compression="blosc", compression_opts={
+        "cname": "snappy", "clevel": 5, "shuffle": 1}), b"{}")
+    if "snappy" in numcodecs.blosc.list_compressors():
+        assert not any("cannot be decoded" in n for n in m.legacy.notes)
+    else:
+        assert any("no snappy" in n for n in m.legacy.notes)
 
 
 def test_lenient_where_zarr1_was():
