@@ -260,9 +260,16 @@ def _type_name(data_type: DataType) -> str:
     return doc if isinstance(doc, str) else json.dumps(doc)
 
 
-def _parse_dtype(doc: Any) -> np.dtype:
+#: structures nested deeper than this are refused (a parsed dict may nest without end)
+_MAX_NESTING = 32
+
+
+def _parse_dtype(doc: Any, depth: int = 0) -> np.dtype:
     if isinstance(doc, str):
         return _parse_typestr(doc)
+    if depth >= _MAX_NESTING:
+        raise MetadataError(f"structured dtype nested deeper than {_MAX_NESTING} levels",
+                            field="dtype")
     if isinstance(doc, list) and doc:
         fields = []
         for item in doc:
@@ -273,7 +280,7 @@ def _parse_dtype(doc: Any) -> np.dtype:
             if len(item) == 3:
                 raise MetadataError(f"field {item[0]!r}: sub-array fields have no kvzarr "
                                     "data type", field="dtype")
-            fields.append((item[0], _parse_dtype(item[1])))
+            fields.append((item[0], _parse_dtype(item[1], depth + 1)))
         try:
             return np.dtype(fields)
         except (TypeError, ValueError) as e:

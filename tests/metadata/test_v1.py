@@ -200,6 +200,7 @@ def test_zero_dimensional_v1_array_is_refused():
 
 DTYPES = ["<i4", ">i4", "<f8", ">f8", "|u1", "|i1", "|b1", "<c8", ">u2", "<U3", ">U2",
           "<M8[ms]", "|V3", [["r", "|u1"], ["g", "<i2"]], [["x", ">f4"], ["y", ">u8"]],
+          [["a", [["b", ">i2"], ["c", "|u1"]]], ["d", ">f8"]],
           *(["|S3"] if S_SUPPORTED else [])]
 
 
@@ -451,6 +452,18 @@ def test_bad_meta_names_key_and_field(changes, field):
         parse_v1_array(json.dumps(meta_doc(**changes)).encode(), b"{}", "grp/arr")
     assert err.value.key == "grp/arr/meta"
     assert err.value.field == field, str(err.value)
+
+
+def test_deeply_nested_structured_dtype_is_refused():
+    dtype = "<i4"
+    for i in range(5000):
+        dtype = [[f"f{i}", dtype]]
+    with pytest.raises(MetadataError) as err:
+        parse_v1_array(meta_doc(dtype=dtype), b"{}")
+    assert err.value.field == "dtype"
+    # a few levels are fine
+    nested = [["a", [["b", [["c", "<i4"]]]]]]
+    assert parse_v1_dtype(nested) == np.dtype([("a", [("b", [("c", "<i4")])])])
 
 
 @pytest.mark.parametrize("member", ["zarr_format", "shape", "chunks", "dtype", "compression",
