@@ -302,7 +302,7 @@ def _parse_typestr(doc: str) -> np.dtype:
                             "a unit", field="dtype")
     try:
         npd = np.dtype(doc)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError, MemoryError) as e:
         raise MetadataError(f"{doc!r} is not a NumPy data type: {e}", field="dtype") from e
     # numpy reads some sizes it does not have as others ("<b2"); sizeless S/U/V are
     # variable-length in kvzarr, not fixed-size elements
