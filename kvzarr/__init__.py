@@ -1,4 +1,5 @@
-"""kvzarr: Zarr v3 arrays and groups in key-value stores.
+"""kvzarr: Zarr v3 arrays and groups in key-value stores (Zarr v2 and v1 read, written
+in their own form, and migrated to v3).
 
     >>> import kvzarr
     >>> a = kvzarr.create_array("memory://", shape=(4, 4), chunks=(2, 2), dtype="int32")
@@ -15,14 +16,15 @@ from .compaction import compact
 from .copying import copy_store
 from .engine.config import ArrayConfig
 from .group import Group
+from .migration import migrate_v3
 from .stores import FilesystemStore, MemoryStore, Store
 
 __version__ = "0.1.0"
 
 __all__ = ["Array", "ArrayConfig", "FilesystemStore", "Group", "MemoryStore", "Store", "array",
            "compact", "consolidate_metadata", "copy_store", "create_array", "create_group",
-           "errors", "full", "group", "ones", "open", "open_array", "open_group", "open_store",
-           "zeros"]
+           "errors", "full", "group", "migrate_v3", "ones", "open", "open_array", "open_group",
+           "open_store", "zeros"]
 
 #: stores whose backends import heavy libraries (SQLAlchemy, lmdb): loaded on first use
 _LAZY_STORES = ("LMDBStore", "SQLStore", "ZipStore")

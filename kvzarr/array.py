@@ -497,17 +497,16 @@ class Array(Node):
         grown: list[tuple[int, ...]] = []
 
         def edit(doc: dict[str, Any]) -> None:
-            current = parse_node_metadata(doc, self.name)     # the shape as stored now
-            if not isinstance(current, ArrayMetadata):
-                raise MetadataError("the node is no longer an array", path=self.name)
-            old = current.shape
+            old = tuple(doc.get("shape") or ())                # the shape as stored now
             if any(d != s for i, (d, s) in enumerate(zip(data.shape, old)) if i != axis):
                 raise ShapeMismatchError(
                     f"shape of data to append {data.shape} is not compatible with the "
                     f"array's shape {old} along axis {axis}")
             new = tuple(s + data.shape[axis] if i == axis else s for i, s in enumerate(old))
             doc["shape"] = list(new)
-            if current.chunk_grid_name != "regular":
+            grid = doc.get("chunk_grid")
+            if (grid.get("name") if isinstance(grid, dict) else grid) not in (None, "regular"):
+                current = parse_node_metadata(doc, self.name)
                 doc["chunk_grid"] = chunk_grid_to_json(current.chunk_grid.with_shape(new),
                                                        current.chunk_grid_name)
             grown.append(old)

@@ -31,12 +31,13 @@ class ArrayInfo:
     def rows(self) -> list[tuple[str, str]]:
         """The (name, value) rows ``repr`` prints, in order."""
         a = self.array
-        doc = json.loads(a.metadata.to_bytes())
+        m = a.metadata
         sharded = a._sharding is not None
-        grid = a.metadata.chunk_grid
-        rows = [("Type", "Array"), ("Zarr format", "3"),
-                ("Data type", _json(doc["data_type"])),
-                ("Fill value", _json(doc["fill_value"])), ("Shape", str(a.shape))]
+        grid = m.chunk_grid
+        rows = [("Type", "Array"), ("Zarr format", str(m.zarr_format)),
+                ("Data type", _json(m.data_type.to_json())),
+                ("Fill value", _json(m.data_type.fill_to_json(m.fill_value))),
+                ("Shape", str(a.shape))]
         if sharded:
             rows.append(("Shard shape", str(grid.chunk_shape) if grid.is_regular
                          else f"rectilinear {a.write_chunk_sizes}"))

@@ -69,10 +69,12 @@ from urllib.parse import unquote
 
 import crc32c as _crc32c
 
-from .errors import (CopyVerificationError, InvalidKeyError, NodeExistsError,
+from .errors import (CopyVerificationError, InvalidKeyError, MetadataError, NodeExistsError,
                      NodeNotFoundError, NodeTypeError, StoreConfigError, StoreError)
-from .metadata.v3 import ZARR_JSON, GroupMetadata, load_json
-from .node import metadata_key, normalize_path
+from .formats import documents_of, node_exists, node_keys, read_node
+from .metadata.v2 import ZARRAY, ZATTRS, ZGROUP, ZMETADATA
+from .metadata.v3 import ZARR_JSON, GroupMetadata
+from .node import normalize_path
 from .stores import open_store
 from .stores.base import Store
 from .stores.keys import RESERVED_PREFIX, ancestor_paths
@@ -176,7 +178,7 @@ def _check_source(src: Store, path: str) -> None:
     """NodeNotFoundError unless the source has a node at ``path`` (any value at all,
     for the root)."""
     if path:
-        if not src.exists(metadata_key(path)):
+        if not node_exists(src, path):
             raise NodeNotFoundError("no array or group found in the source",
                                     path="/" + path)
     elif next(iter(src.list_prefix("")), None) is None:
@@ -225,7 +227,8 @@ def _copy(src: Store, dst: Store, path: str, *, overwrite: bool, verify: bool,
                 f"value{'s' if len(existing) != 1 else ''} there (e.g. {existing[0]!r})",
                 path="/" + path, hint="pass overwrite=True (kvzarr cp --overwrite) to "
                                       "replace them")
-        missing_ancestors = _missing_ancestors(dst, ancestors)
+        fmt = _format_of(src, path)
+        missing_ancestors = _missing_ancestors(dst, ancestors, fmt)
         if existing:
             with dst.transaction():
                 # one prefix erasure (a range delete where the store has one) and the
@@ -235,7 +238,7 @@ def _copy(src: Store, dst: Store, path: str, *, overwrite: bool, verify: bool,
             report.erased = len(existing)
             report.transactions += 1
         ordered = _write_order(keys)
-        ancestor_items = _ancestor_items(src, missing_ancestors, reserved)
+        ancestor_items = _ancestor_items(src, missing_ancestors, reserved, fmt)
         digests: dict[str, tuple[int, int]] = {}
         total = len(ordered) + len(ancestor_items)
         progress("copy", 0, total)
@@ -250,7 +253,7 @@ def _copy(src: Store, dst: Store, path: str, *, overwrite: bool, verify: bool,
                 report.keys.append(key)
                 if key.startswith(RESERVED_PREFIX):
                     report.reserved += 1
-                elif key.rsplit("/", 1)[-1] == ZARR_JSON:
+                elif key.rsplit("/", 1)[-1] in _NODE_DOCUMENTS:
                     report.nodes += 1
             progress("copy", report.values, total)
     if verify:
@@ -291,38 +294,67 @@ def _existing_keys(dst: Store, path: str) -> list[str]:
     return keys
 
 
-def _missing_ancestors(dst: Store, ancestors: list[str]) -> list[str]:
+def _format_of(src: Store, path: str) -> int:
+    """The Zarr format of the copied node, from which documents it has (never parsed:
+    the copy takes documents kvzarr cannot read as they are): 2 for ``.zarray`` /
+    ``.zgroup`` without a ``zarr.json``, else 3."""
+    if not path:
+        return 3
+    v3, *v2 = src.exists_many(node_keys(path, 3) + node_keys(path, 2))
+    return 2 if any(v2) and not v3 else 3
+
+
+def _missing_ancestors(dst: Store, ancestors: list[str], zarr_format: int) -> list[str]:
     """The ancestors the destination lacks (deepest first), up to the first one it has,
-    which must be a group (NodeTypeError otherwise)."""
+    which must be a group (NodeTypeError otherwise) of the copied node's Zarr format
+    (MetadataError otherwise: a v2 node never goes into a v3 hierarchy, nor the
+    reverse)."""
     missing = []
     for a in ancestors:
-        doc = dst.get(metadata_key(a))
-        if doc is None:
+        try:
+            found = read_node(dst, a)
+        except MetadataError:      # unreadable: not a group to build on
+            raise NodeTypeError("an ancestor of the copied node is not a readable group "
+                                "on the destination", path="/" + a) from None
+        if found is None:
             missing.append(a)
             continue
-        if not _is_group(doc, a):
+        if not isinstance(found, GroupMetadata):
             raise NodeTypeError("an ancestor of the copied node is an array on the "
                                 "destination", path="/" + a)
+        if found.zarr_format != zarr_format:
+            raise MetadataError(f"the copied node is Zarr v{zarr_format} but the group "
+                                f"above it on the destination is v{found.zarr_format}",
+                                path="/" + a, field="zarr_format")
         break
     return missing
 
 
-def _ancestor_items(src: Store, missing: list[str], reserved: bool
+def _ancestor_items(src: Store, missing: list[str], reserved: bool, zarr_format: int
                     ) -> list[tuple[str, bytes]]:
     """The documents of the ancestors the destination lacks: the source's group
-    documents (with their records, when reserved keys are copied), else empty groups."""
-    if not missing:
-        return []
-    keys = [metadata_key(a) for a in missing]
-    docs, records = [], []
-    for a, key, doc in zip(missing, keys, src.get_many(keys)):
-        if doc is not None and _is_group(doc, a):
-            docs.append((key, bytes(doc)))
+    documents (with their records, when reserved keys are copied), else empty groups
+    of the copied node's format."""
+    items: list[tuple[str, bytes]] = []
+    records: list[tuple[str, bytes]] = []
+    for a in missing:
+        try:
+            found = read_node(src, a, zarr_format)
+        except MetadataError:
+            found = None
+        if not isinstance(found, GroupMetadata):
+            found = GroupMetadata(zarr_format=zarr_format)
+            docs = documents_of(a, found)
+        else:      # the source's own bytes
+            keys = [k for k, _ in documents_of(a, found)]
+            docs = list(zip(keys, src.get_many(keys)))
+        for key, doc in docs:
+            if doc is None:
+                continue
+            items.append((key, bytes(doc)))
             if reserved:
                 records.extend(_records_of(src, key))
-        else:
-            docs.append((key, GroupMetadata().to_bytes()))
-    return records + docs
+    return records + items
 
 
 def _records_of(store: Store, key: str) -> list[tuple[str, bytes]]:
@@ -335,25 +367,27 @@ def _records_of(store: Store, key: str) -> list[tuple[str, bytes]]:
     return [(n, bytes(v)) for n, v in zip(names, store.get_many(names)) if v is not None]
 
 
-def _is_group(doc: bytes, path: str) -> bool:
-    try:
-        return load_json(doc, "/" + path).get("node_type") == "group"
-    except Exception:   # an unreadable document is not a group to build on
-        return False
+#: the names of the documents that make a node (v3, v2), and the other metadata
+#: documents (v2 attributes and consolidated metadata), which go before them
+_NODE_DOCUMENTS = {ZARR_JSON, ZARRAY, ZGROUP}
+_OTHER_DOCUMENTS = {ZATTRS, ZMETADATA}
 
 
 def _write_order(keys: list[str]) -> list[str]:
-    """Data first, then reserved records, then ``zarr.json`` documents deepest first,
-    the copied node's own document last: nothing is visible before its chunks."""
+    """Data first, then reserved records, then the metadata documents deepest first
+    (at each node its v2 attributes before the ``zarr.json`` / ``.zarray`` /
+    ``.zgroup`` that makes it a node), the copied node's own document last: nothing is
+    visible before its chunks."""
     data, records, docs = [], [], []
     for k in keys:
+        name = k.rpartition("/")[2]
         if k.startswith(RESERVED_PREFIX):
             records.append(k)
-        elif k == ZARR_JSON or k.endswith("/" + ZARR_JSON):
+        elif name in _NODE_DOCUMENTS or name in _OTHER_DOCUMENTS:
             docs.append(k)
         else:
             data.append(k)
-    docs.sort(key=lambda k: (-k.count("/"), k))
+    docs.sort(key=lambda k: (-k.count("/"), k.rpartition("/")[2] in _NODE_DOCUMENTS, k))
     return data + records + docs
 
 

@@ -109,7 +109,11 @@ def _data_type(dtype: Any) -> DataType:
 def build_grid(shape: tuple[int, ...], chunks: Any, itemsize: int
                ) -> tuple[ChunkGrid, str]:
     """The chunk grid for ``chunks``: "auto", an int, a tuple of ints (regular) or a list
-    with lists of edges (rectilinear; the edges must cover the extent exactly)."""
+    with lists of edges (rectilinear). The edges must cover the extent; they may pass it,
+    even by whole chunks that lie outside the array, as the rectilinear grid allows
+    (zarr-extensions ``chunk-grids/rectilinear``: the edges of a dimension sum to at least
+    its length). Cells past the extent are never addressed, and the edges are kept, so
+    a later resize within their sum reuses them."""
     if chunks is None or (isinstance(chunks, str) and chunks == "auto"):
         chunks = guess_chunks(shape, itemsize)
     if isinstance(chunks, (int, np.integer)):
@@ -130,10 +134,10 @@ def build_grid(shape: tuple[int, ...], chunks: Any, itemsize: int
                                     field="chunks")
         else:
             edges = [int(e) for e in c]
-            if sum(edges) != n:
+            if sum(edges) < n:
                 raise MetadataError(
-                    f"chunk edges {edges} of dimension {i} sum to {sum(edges)}, not to the "
-                    f"extent {n}", field="chunks")
+                    f"chunk edges {edges} of dimension {i} sum to {sum(edges)}, less than "
+                    f"the extent {n}", field="chunks")
     grid = ChunkGrid.from_sizes(shape, chunks)
     name = "rectilinear" if nested and any(isinstance(d, VaryingDimension)
                                            for d in grid.dimensions) else "regular"
@@ -201,3 +205,46 @@ def build_array_metadata(
         shape=shape, data_type=data_type, chunk_grid=grid, chunk_grid_name=grid_name,
         chunk_key_encoding=cke, fill_value=fill, codecs=tuple(codec_list),
         attributes=dict(attributes or {}), dimension_names=dimension_names)
+
+
+def build_v2_metadata(
+        *, shape: Any, dtype: Any, chunks: Any = "auto", shards: Any = None,
+        fill_value: Any = None, filters: Any = None, compressors: Any = "auto",
+        serializer: Any = "auto", codecs: Any = None, dimension_names: Any = None,
+        attributes: dict[str, Any] | None = None, chunk_key_encoding: Any = None,
+        order: str = "C") -> ArrayMetadata:
+    """The metadata of a new Zarr v2 array from :func:`build_array_metadata`'s
+    arguments, as zarr-python 3's ``create_array(..., zarr_format=2)`` takes them:
+    ``compressors`` is one numcodecs codec (or its config dict, or None), ``filters``
+    numcodecs codecs, ``chunk_key_encoding`` only ``{"name": "v2", "separator": ...}``
+    (``"."`` by default). What v2 cannot store (shards, a serializer, a v3 codec list,
+    dimension names) is refused with MetadataError naming the argument."""
+    from .metadata.v2 import build_v2_array_metadata
+    for name, value, unset in (("shards", shards, None), ("serializer", serializer, "auto"),
+                               ("codecs", codecs, None),
+                               ("dimension_names", dimension_names, None)):
+        if value is not unset and not (isinstance(value, str) and value == unset):
+            raise MetadataError(f"Zarr v2 arrays have no {name}", field=name,
+                                hint="create a Zarr v3 array (zarr_format=3) for it")
+    separator = "."
+    if chunk_key_encoding is not None:
+        cke = parse_chunk_key_encoding(chunk_key_encoding)
+        if cke.name != "v2":
+            raise MetadataError("a Zarr v2 array's chunk keys are the v2 encoding",
+                                field="chunk_key_encoding")
+        separator = cke.separator
+    if isinstance(compressors, (list, tuple)):
+        if len(compressors) > 1:
+            raise MetadataError("a Zarr v2 array has at most one compressor",
+                                field="compressors")
+        compressors = compressors[0] if compressors else None
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(
+        int(n) for n in shape)
+    data_type = _data_type("float64" if dtype is None else dtype)
+    if isinstance(chunks, str) and chunks == "auto":
+        chunks = guess_chunks(shape, data_type.itemsize or 16)
+    return build_v2_array_metadata(
+        shape=shape, dtype=dtype if dtype is not None else "float64", chunks=chunks,
+        fill_value=fill_value, order=order, filters=filters,
+        compressor="default" if isinstance(compressors, str) and compressors == "auto"
+        else compressors, dimension_separator=separator, attributes=attributes)

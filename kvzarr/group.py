@@ -36,11 +36,15 @@ import numpy as np
 
 from .array import Array
 from .consolidated import ConsolidatedView, sync_consolidated, view_or_warn
+from .consolidated_v2 import sync_v2_consolidated, v2_view_or_warn
 from .engine.config import ArrayConfig
 from .engine.config import array_config as _array_config
 from .errors import IncompatibleNodeError, NodeExistsError, NodeNotFoundError, NodeTypeError
+from .formats import (check_zarr_format, document_keys, node_exists, node_keys,
+                      parse_documents)
 from .hierarchy import new_array, new_group
-from .metadata.v3 import ArrayMetadata, GroupMetadata, parse_node_metadata
+from .metadata.v2 import ZMETADATA
+from .metadata.v3 import ZARR_JSON, ArrayMetadata, GroupMetadata, parse_node_metadata
 from .move import move_node
 from .node import Node, metadata_key, normalize_path, read_node_metadata
 from .stores.base import Store
@@ -80,7 +84,9 @@ class Group(Node):
         ``use_consolidated=False`` never reads consolidated metadata."""
         super().__init__(store, path, metadata, read_only=read_only)
         if consolidated_by is _OWN:
-            consolidated_by = path if metadata.consolidated_metadata is not None else None
+            # a v2 group looks for a .zmetadata of its own (no member in .zgroup says so)
+            consolidated_by = path if (metadata.consolidated_metadata is not None
+                                       or metadata.zarr_format == 2) else None
         self._use_consolidated = use_consolidated
         self._consolidated_by = None if use_consolidated is False else consolidated_by
 
@@ -94,7 +100,11 @@ class Group(Node):
             if required:
                 view_or_warn(None, self.path, required=True)   # raises
             return None
-        view = view_or_warn(self.store.get(metadata_key(source)), source, required)
+        if self.metadata.zarr_format == 2:
+            where = f"{source}/{ZMETADATA}" if source else ZMETADATA
+            view = v2_view_or_warn(self.store.get(where), source, required)
+        else:
+            view = view_or_warn(self.store.get(metadata_key(source)), source, required)
         if view is None:
             return None
         rel = self.path[len(source) + 1:] if source else self.path
@@ -121,7 +131,8 @@ class Group(Node):
 
     def __getitem__(self, name: str) -> "Array | Group":
         path = self._child_path(name)
-        return self._child(path, read_node_metadata(self.store, path))
+        return self._child(path, read_node_metadata(self.store, path,
+                                                    self.metadata.zarr_format))
 
     def get(self, name: str, default: Any = None) -> Any:
         """The member at ``name`` (an Array or a Group), or ``default`` if there is none."""
@@ -134,36 +145,54 @@ class Group(Node):
         if not isinstance(name, str):
             return False
         try:
-            return self.store.exists(metadata_key(self._child_path(name)))
+            path = self._child_path(name)
+            if self.metadata.zarr_format == 3:
+                return self.store.exists(metadata_key(path))
+            return any(self.store.exists_many(node_keys(path, self.metadata.zarr_format)))
         except (NodeNotFoundError, ValueError):
             return False
 
-    def _child_dirs(self, fetch: Callable[[list[str]], list[Any]]
-                    ) -> list[tuple[str, Any]]:
-        """(name, what ``fetch`` gives for its zarr.json key) of each child directory, in
-        name order. One read transaction: the listing and the fetch see one snapshot, and
-        a SQL store runs its seek steps on one connection."""
+    def _child_dirs(self, fetch: Callable[[list[str]], list[Any]], names: tuple[str, ...]
+                    ) -> list[tuple[str, list[Any]]]:
+        """(name, what ``fetch`` gives for each of the document ``names`` below it) of
+        each child directory, in name order. One read transaction: the listing and the
+        fetch see one snapshot, and a SQL store runs its seek steps on one connection."""
         prefix = f"{self.path}/" if self.path else ""
         with self.store.transaction(write=False):
             dirs = [entry[:-1] for entry in self.store.list_dir(prefix)
                     if entry.endswith("/")]
             if not dirs:
                 return []
-            return list(zip(dirs, fetch([metadata_key(prefix + d) for d in dirs])))
+            got = fetch([f"{prefix}{d}/{n}" for d in dirs for n in names])
+            k = len(names)
+            return [(d, got[i * k:(i + 1) * k]) for i, d in enumerate(dirs)]
 
-    def _children(self) -> list[tuple[str, bytes]]:
-        """(name, zarr.json) of each child, in name order."""
-        return [(d, doc) for d, doc in self._child_dirs(self.store.get_many)
-                if doc is not None]
+    def _children(self) -> list[tuple[str, ArrayMetadata | GroupMetadata]]:
+        """(name, metadata) of each child, in name order: the children of a group are of
+        its own Zarr format (v3 ``zarr.json``; v2 ``.zarray``/``.zgroup`` + ``.zattrs``)."""
+        prefix = f"{self.path}/" if self.path else ""
+        fmt = self.metadata.zarr_format
+        if fmt == 3:
+            return [(d, parse_node_metadata(docs[0], prefix + d))
+                    for d, docs in self._child_dirs(self.store.get_many, (ZARR_JSON,))
+                    if docs[0] is not None]
+        names = tuple(k.rpartition("/")[2] for k in document_keys("", fmt))
+        found = []
+        for d, docs in self._child_dirs(self.store.get_many, names):
+            node = parse_documents(dict(zip(names, docs)), prefix + d, fmt)
+            if node is not None:
+                found.append((d, node))
+        return found
 
     def _child_names(self) -> list[str]:
         """The children's names, in name order: from the consolidated metadata, else an
-        existence check of each child's zarr.json (no document is read)."""
+        existence check of each child's documents (none is read)."""
         found = self._view()
         if found is not None:
             view, rel = found
             return list(view.child_names(rel))
-        return [d for d, ok in self._child_dirs(self.store.exists_many) if ok]
+        names = tuple(k.rpartition("/")[2] for k in node_keys("", self.metadata.zarr_format))
+        return [d for d, ok in self._child_dirs(self.store.exists_many, names) if any(ok)]
 
     def members(self, max_depth: int | None = 0) -> Iterator[tuple[str, "Array | Group"]]:
         """(relative name, node) of the children, in name order; ``max_depth=None`` walks
@@ -175,8 +204,8 @@ class Group(Node):
             yield from self._members_from_view(*found, max_depth)
             return
         prefix = f"{self.path}/" if self.path else ""
-        for name, doc in self._children():
-            node = self._child(prefix + name, parse_node_metadata(doc, prefix + name))
+        for name, metadata in self._children():
+            node = self._child(prefix + name, metadata)
             yield name, node
             if isinstance(node, Group) and (max_depth is None or max_depth > 0):
                 deeper = None if max_depth is None else max_depth - 1
@@ -237,11 +266,13 @@ class Group(Node):
     def create_group(self, name: str, *, overwrite: bool = False,
                      attributes: dict[str, Any] | None = None) -> "Group":
         """Create the group ``name`` (a relative path; missing groups on the way are
-        made) in one store transaction and return it. NodeExistsError if a node is
-        there, unless ``overwrite=True``, which replaces it and its subtree."""
+        made, all in this group's Zarr format) in one store transaction and return it.
+        NodeExistsError if a node is there, unless ``overwrite=True``, which replaces it
+        and its subtree."""
         path = self._child_path(name)
         return self._child(path, new_group(self.store, path, attributes=attributes,
-                                           overwrite=overwrite))
+                                           overwrite=overwrite,
+                                           zarr_format=self.metadata.zarr_format))
 
     def require_group(self, name: str, *, overwrite: bool = False, **kwargs: Any) -> "Group":
         """The group ``name``, created (with ``kwargs``, see :meth:`create_group`) when
@@ -258,7 +289,10 @@ class Group(Node):
 
     def create_array(self, name: str, **kwargs: Any) -> Array:
         """Create the array ``name`` (a relative path) and return it: the arguments and
-        the one-transaction promise of :func:`kvzarr.create_array`."""
+        the one-transaction promise of :func:`kvzarr.create_array`; ``zarr_format``
+        defaults to this group's."""
+        kwargs["zarr_format"] = (check_zarr_format(kwargs.get("zarr_format"))
+                                 or self.metadata.zarr_format)
         return new_array(self.store, self._child_path(name),
                          config=_array_config(kwargs.pop("config", None),
                                               kwargs.pop("write_empty_chunks", None)),
@@ -307,7 +341,8 @@ class Group(Node):
             except NodeExistsError:
                 # a writer in another process made it first (a store without
                 # transactions): take theirs if it fits
-                return check(self._child(path, read_node_metadata(self.store, path)))
+                return check(self._child(path, read_node_metadata(
+                    self.store, path, self.metadata.zarr_format)))
 
     # zarr-python's array helpers: keyword-only name and shape, the rest as create_array
 
@@ -361,7 +396,8 @@ class Group(Node):
         NodeExistsError when something is stored at ``dest``. Handles opened on the old
         path are not moved with it."""
         self._check_writable()
-        move_node(self.store, self._child_path(source), self._child_path(dest))
+        move_node(self.store, self._child_path(source), self._child_path(dest),
+                  self.metadata.zarr_format)
 
     def __delitem__(self, name: str) -> None:
         """Delete the member ``name`` and everything below it in one write transaction,
@@ -369,10 +405,13 @@ class Group(Node):
         self._check_writable()
         path = self._child_path(name)
         with self.store.transaction():
-            if not self.store.exists(metadata_key(path)):
+            if not node_exists(self.store, path):
                 raise NodeNotFoundError("no such member", path="/" + path)
             self.store.erase_prefix(path + "/")
-            sync_consolidated(self.store, removed=[path])
+            if self.metadata.zarr_format == 3:
+                sync_consolidated(self.store, removed=[path])
+            else:
+                sync_v2_consolidated(self.store, removed=[path])
 
     def __repr__(self) -> str:
         return f"<kvzarr.Group {self.name!r}>"

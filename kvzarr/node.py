@@ -7,10 +7,11 @@ from typing import Any
 
 from .attributes import Attributes
 from .consolidated import sync_consolidated
-from .errors import (InvalidKeyError, MetadataError, NodeNotFoundError, NodeTypeError,
-                     ReadOnlyError, ValueTypeError)
-from .metadata.v3 import (ZARR_JSON, ArrayMetadata, GroupMetadata, encode_json, load_json,
-                          parse_node_metadata)
+from .consolidated_v2 import sync_v2_consolidated
+from .errors import (InvalidKeyError, MetadataError, NodeTypeError, ReadOnlyError,
+                     ValueTypeError)
+from .formats import document_keys, require_node, rewrite_node
+from .metadata.v3 import ZARR_JSON, ArrayMetadata, GroupMetadata
 from .stores.base import Store
 from .stores.keys import RESERVED_PREFIX
 
@@ -54,12 +55,12 @@ def metadata_key(path: str) -> str:
     return f"{path}/{ZARR_JSON}" if path else ZARR_JSON
 
 
-def read_node_metadata(store: Store, path: str) -> ArrayMetadata | GroupMetadata:
-    """The parsed metadata of the node at ``path``; NodeNotFoundError if there is none."""
-    data = store.get(metadata_key(path))
-    if data is None:
-        raise NodeNotFoundError("no array or group found", path=path or "/")
-    return parse_node_metadata(data, path=path or "/")
+def read_node_metadata(store: Store, path: str, zarr_format: int | None = None
+                       ) -> ArrayMetadata | GroupMetadata:
+    """The parsed metadata of the node at ``path`` (normalised), in any Zarr format or
+    the one ``zarr_format`` names (:mod:`kvzarr.formats`); NodeNotFoundError if there is
+    none."""
+    return require_node(store, path, zarr_format)
 
 
 def reopen_node(cls: type, store: Store, path: str, read_only: bool,
@@ -67,7 +68,7 @@ def reopen_node(cls: type, store: Store, path: str, read_only: bool,
     """A pickled node in the receiving process: its metadata read from the (reopened)
     store now. NodeNotFoundError if it was deleted meanwhile, NodeTypeError if an array
     became a group or the reverse."""
-    metadata = read_node_metadata(store, path)
+    metadata = read_node_metadata(store, path, options.pop("zarr_format", None))
     if not isinstance(metadata, cls._metadata_kind):
         raise NodeTypeError(f"a {cls.__name__} was pickled, but the node at this path is "
                             f"no longer one", path="/" + path)
@@ -102,7 +103,7 @@ class Node:
         self.store = store
         self.path = path
         self.metadata = metadata
-        self.read_only = read_only or store.read_only
+        self.read_only = read_only or store.read_only or metadata.zarr_format == 1
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -119,7 +120,8 @@ class Node:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (reopen_node, (type(self), self.store, self.path, self.read_only,
-                              self._reopen_options()))
+                              {**self._reopen_options(),
+                               "zarr_format": self.metadata.zarr_format}))
 
     def _reopen_options(self) -> dict[str, Any]:
         """Keyword arguments of the constructor that travel with a pickled node."""
@@ -145,6 +147,10 @@ class Node:
         return self.metadata.attributes
 
     def _check_writable(self) -> None:
+        if self.metadata.zarr_format == 1:
+            raise ReadOnlyError("Zarr v1 arrays are read only: kvzarr reads them and "
+                                "migrates them to v3", path=self.name,
+                                hint="kvzarr migrate v3 STORE (or kvzarr.migrate_v3)")
         if self.read_only:
             raise ReadOnlyError("node was opened read-only", path=self.name)
 
@@ -156,27 +162,25 @@ class Node:
         self._rewrite_metadata(edit)
 
     def _rewrite_metadata(self, edit: Callable[[dict[str, Any]], None]) -> None:
-        """Read-modify-write of this node's zarr.json in one transaction, under the
-        store's key lock of it (no lost update on a store without transactions either;
+        """Read-modify-write of this node's metadata documents (``zarr.json``; for a v2
+        node ``.zarray``/``.zgroup`` and ``.zattrs``, see :func:`kvzarr.formats.rewrite_node`)
+        in one transaction, under the store's key lock of them (no lost update on a store without transactions either;
         concurrent writers of the same document each see the other's change). Only the members
         ``edit`` changes are touched, so documents written by other tools keep their form.
         The result is parsed (validated) before it is written. The consolidated metadata
         of the groups above that hold it is updated in the same transaction (on a store
         without transactions right after, see :mod:`kvzarr.consolidated`)."""
         self._check_writable()
-        key = metadata_key(self.path)
+        keys = document_keys(self.path, self.metadata.zarr_format)
         with self.store.transaction():
             # the key lock makes it exclusive where the transaction does not (a
             # directory); released before the ancestors' locks are taken
-            with self.store.key_lock([key]):
-                data = self.store.get(key)
-                if data is None:
-                    raise NodeNotFoundError("node was deleted", path=self.name)
-                doc = load_json(data, self.name)
-                edit(doc)
-                fresh = parse_node_metadata(doc, self.name)
-                self.store.set(key, encode_json(doc))
-            sync_consolidated(self.store, changed=[self.path])
+            with self.store.key_lock(keys):
+                fresh = rewrite_node(self.store, self.path, self.metadata, edit)
+            if fresh.zarr_format == 3:
+                sync_consolidated(self.store, changed=[self.path])
+            else:
+                sync_v2_consolidated(self.store, changed=[self.path])
         self._set_metadata(fresh)
 
     def _set_metadata(self, metadata: Any) -> None:

@@ -20,12 +20,16 @@ def arrays(draw):
     chunks = []
     for n in shape:
         if n > 1 and draw(st.booleans()):
-            # rectilinear: random edges covering the extent exactly
+            # rectilinear: random edges covering the extent, and sometimes passing it (the
+            # last edge longer than the rest, or whole cells past the end)
             edges, left = [], n
             while left:
                 e = draw(st.integers(1, left))
                 edges.append(e)
                 left -= e
+            if draw(st.booleans()):
+                edges[-1] += draw(st.integers(0, 3))
+                edges += draw(st.lists(st.integers(1, 4), max_size=2))
             chunks.append(edges)
         else:
             chunks.append(draw(st.integers(1, 5)))
@@ -157,6 +161,35 @@ def test_block_selection(data, spec):
             zip(grid.dimensions, sel, starts)]
     expected = ref[tuple(slice(b, e) for b, e in zip(starts, ends))]
     np.testing.assert_array_equal(a.blocks[tuple(sel)], expected)
+
+
+@settings(SETTINGS, max_examples=30)
+@given(data=st.data(), spec=arrays(), sharded=st.booleans(), n=st.integers(1, 6))
+def test_null_terminated_bytes_get_set(data, spec, sharded, n):
+    """numpy ``S<n>``: any bytes, NULs inside and at the end (padding) included, read
+    back byte for byte; missing chunks read as the fill."""
+    shape, chunks = spec
+    dtype = f"S{n}"
+    fill = data.draw(st.binary(max_size=n))
+    size = int(np.prod(shape))
+    store = kvzarr.MemoryStore()
+    kwargs = {"shards": tuple(2 * c for c in chunks)} if (
+        sharded and all(isinstance(c, int) for c in chunks)) else {}
+    a = kvzarr.create_array(store, name="a", shape=shape, chunks=chunks, dtype=dtype,
+                            fill_value=fill, **kwargs)
+    assert a.dtype == np.dtype(dtype)
+    ref = np.full(shape, fill, dtype=dtype)
+    values = np.array(data.draw(st.lists(st.binary(max_size=n), min_size=size,
+                                         max_size=size)), dtype=dtype).reshape(shape)
+    sel = data.draw(basic_selection(shape))
+    a[sel] = values[sel]
+    ref[sel] = values[sel]
+    assert a[...].tobytes() == ref.tobytes()
+    osel = data.draw(orthogonal_selection(shape))
+    assert a.oindex[osel].tobytes() == ref[np.ix_(*_ix(osel, shape))].tobytes()
+    reopened = kvzarr.open_array(store, path="a", mode="r")
+    assert reopened.fill_value == np.array(fill, dtype=dtype)[()]
+    assert reopened[...].tobytes() == ref.tobytes()
 
 
 @pytest.mark.parametrize("compressors", [None, "auto", [{"name": "gzip", "configuration": {"level": 1}}]])

@@ -235,6 +235,31 @@ def test_missing_node_and_wrong_create_arguments(store):
     assert list(store.list()) == []
 
 
+@pytest.mark.parametrize("field, value", [
+    ("data_type", {"name": "null_terminated_bytes", "configuration": {"length_bytes": 0}}),
+    ("data_type", {"name": "null_terminated_bytes", "configuration": {"length_bytes": "3"}}),
+    ("data_type", {"name": "null_terminated_bytes", "configuration": {}}),
+    ("fill_value", "YWJjZA=="),     # b"abcd" in an S3 array
+    ("fill_value", "YW*I="),        # not base64
+    ("fill_value", 0)])
+def test_null_terminated_bytes_bad_metadata_names_the_field(store, field, value):
+    kvzarr.create_array(store, name="a", shape=(4,), chunks=(2,), dtype="S3")
+    doc = json.loads(store.get("a/zarr.json"))
+    doc[field] = value
+    store.set("a/zarr.json", json.dumps(doc).encode())
+    with pytest.raises(MetadataError) as info:
+        kvzarr.open_array(store, path="a")
+    assert info.value.field == field and info.value.path == "/a"
+
+
+@pytest.mark.parametrize("fill", [b"abcd", "é", 1234, 2.5, [97]])
+def test_null_terminated_bytes_bad_fill_creates_nothing(store, fill):
+    with pytest.raises(MetadataError) as info:
+        kvzarr.create_array(store, name="a", shape=(4,), dtype="S3", fill_value=fill)
+    assert info.value.field == "fill_value"
+    assert list(store.list()) == []
+
+
 def test_every_error_is_a_kvzarr_error():
     import inspect
     for name, cls in inspect.getmembers(kvzarr.errors, inspect.isclass):

@@ -107,10 +107,13 @@ def test_creates_in_a_transaction_commit_once_and_read_only_their_parent():
     names = [f"g/a{i:02d}/zarr.json" for i in range(50)]
     assert store.commits == 1
     assert store.writes == names
-    # per create: is the node there already, is the parent a group, and does a group
-    # further up hold consolidated metadata (the parent's document, read already, is
-    # not read again); nothing else
-    assert sorted(store.reads) == sorted(names + ["g/zarr.json", "zarr.json"] * 50)
+    # per create: is a node of any Zarr format there already (its zarr.json, .zarray,
+    # .zgroup or v1 meta), is the parent a group, and does a group further up hold
+    # consolidated metadata (the parent's document, read already, is not read again);
+    # nothing else
+    others = [n.replace("zarr.json", doc) for n in names for doc in (".zarray", ".zgroup",
+                                                                     "meta")]
+    assert sorted(store.reads) == sorted(names + others + ["g/zarr.json", "zarr.json"] * 50)
 
 
 def test_create_makes_missing_ancestors_and_refuses_an_array_ancestor():

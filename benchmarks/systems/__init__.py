@@ -32,14 +32,15 @@ class SystemInfo:
 
 def _k(store: str, label: str, limit: str, durability: str, suffix: str = "",
        options: dict[str, Any] | None = None,
-       transformers: list[Any] | None = None, variant: bool | None = None) -> SystemInfo:
+       transformers: list[Any] | None = None, variant: bool | None = None,
+       zarr_format: int = 3) -> SystemInfo:
     """A kvzarr system; ``transformers`` (as ``kvzarr.open_store`` takes them) stack
     storage transformers on the store. A system with a suffix is a variant (run only
     when named) unless ``variant`` says otherwise."""
     return SystemInfo(f"kvzarr-{store}{suffix}", "kvzarr", "kvzarr_sys", "KvzarrSystem",
                       "peers3", limit, label, durability,
                       {"store": store, "options": options or {},
-                       "transformers": transformers or []},
+                       "transformers": transformers or [], "zarr_format": zarr_format},
                       variant=bool(suffix) if variant is None else variant)
 
 
@@ -101,6 +102,13 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
        transformers=["append_shards"]),
     _k("sql", "kvzarr SQLStore (SQLite) + AppendShards", "raw-sqlite",
        "transactional, WAL, synchronous=FULL", "-append", transformers=["append_shards"]),
+    # Zarr v2 arrays and groups (kvzarr create_array(zarr_format=2): .zarray documents,
+    # "." chunk keys, numcodecs compressors) on the stores zarr-python 2 had, against
+    # zarr-python 2's LMDBStore / SQLiteStore and kvzarr's v3 arrays (--systems v2)
+    _k("lmdb", "kvzarr LMDBStore, Zarr v2 arrays", "raw-lmdb",
+       "transactional, fsync per commit", "-v2", zarr_format=2),
+    _k("sql", "kvzarr SQLStore (SQLite), Zarr v2 arrays", "raw-sqlite",
+       "transactional, WAL, synchronous=FULL", "-v2", zarr_format=2),
     SystemInfo("zarr3-local", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",
                "zarr-python 3 LocalStore", "atomic per key, no fsync", {"store": "local"}),
     # zarr-python 3 on kvzarr's stores through kvzarr.ZarrStore (its adapter), against
@@ -208,6 +216,8 @@ GROUPS = {
                      "raw-postgresql", "kvzarr-lmdb-checksum", "kvzarr-sql-checksum",
                      "kvzarr-fs-append", "kvzarr-sql-append"],
     # zarr-python 3 through kvzarr.ZarrStore against zarr-python 3 on LocalStore
+    "v2": ["kvzarr-lmdb-v2", "kvzarr-sql-v2", "kvzarr-lmdb", "kvzarr-sql", "zarr2-lmdb",
+           "zarr2-sqlite"],
     "zarrstore": ["zarr3-local", "zarr3-kvzarr-lmdb", "zarr3-kvzarr-sql",
                   "zarr3-kvzarr-lmdb-nosync", "zarr3-kvzarr-sql-normal"],
     "zarrstore-threads": ["zarr3-local", "zarr3-kvzarr-lmdb", "zarr3-kvzarr-sql",

@@ -27,6 +27,18 @@ from .postgres import POSTGRES_URL, drop_pg_tables, pg_table
 _SUFFIX = {"fs": "", "lmdb": ".lmdb", "sql": ".db", "zip": ".zip", "memory": "", "pg": ""}
 
 
+def v2_compressor_of(codec: dict[str, Any]) -> dict[str, Any] | None:
+    """The workload's codec as a Zarr v2 compressor (numcodecs' config)."""
+    if codec["id"] == "none":
+        return None
+    if codec["id"] == "blosc-zstd":
+        return {"id": "blosc", "cname": "zstd", "clevel": codec["clevel"], "shuffle": 1,
+                "blocksize": 0}
+    if codec["id"] == "gzip":
+        return {"id": "gzip", "level": codec["level"]}
+    raise ValueError(codec)
+
+
 def codecs_of(codec: dict[str, Any], itemsize: int) -> list[dict[str, Any]] | None:
     if codec["id"] == "none":
         return None
@@ -49,6 +61,8 @@ class KvzarrSystem(System):
         #: storage transformers stacked on each store (kvzarr.open_store's transformers=)
         self.transformers = info.kwargs.get("transformers", [])
         self.suffix = _SUFFIX[self.kind]
+        #: the Zarr format of the arrays and groups it creates (2: v2 documents)
+        self.zarr_format = info.kwargs.get("zarr_format", 3)
         self._stores: dict[str, Any] = {}
         #: location -> the open transaction W4 creates its hierarchy in
         self._batches: dict[str, ExitStack] = {}
@@ -127,6 +141,12 @@ class KvzarrSystem(System):
 
     def create(self, loc, name, shape, dtype, chunks, codec, shards=None) -> Handle:
         import numpy as np
+        if self.zarr_format == 2:
+            a = self.kvzarr.create_array(
+                self.store(loc), name=name, shape=shape, dtype=dtype, chunks=chunks,
+                compressors=v2_compressor_of(codec), fill_value=0, overwrite=True,
+                zarr_format=2)
+            return Handle(a)
         a = self.kvzarr.create_array(
             self.store(loc), name=name, shape=shape, dtype=dtype, chunks=chunks,
             shards=shards, compressors=codecs_of(codec, np.dtype(dtype).itemsize),
@@ -140,7 +160,8 @@ class KvzarrSystem(System):
     # -- hierarchy -----------------------------------------------------------------------
 
     def h_root(self, loc):
-        root = self.kvzarr.open_group(self.store(loc), mode="w")
+        root = self.kvzarr.open_group(self.store(loc), mode="w",
+                                      zarr_format=self.zarr_format)
         batch = ExitStack()
         batch.enter_context(root.store.transaction())
         self._batches[loc] = batch

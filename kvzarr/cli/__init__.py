@@ -8,6 +8,8 @@
     kvzarr verify STORE [PATH]        check every value against its checksum record
     kvzarr compact STORE [PATH]       rewrite appended shards without their garbage
     kvzarr upgrade URL [--table T]    migrate a SQL store to this kvzarr's schema
+    kvzarr migrate v3 STORE [--to DST] [--dry-run]
+                                      migrate a Zarr v2 / v1 hierarchy to Zarr v3
 
 STORE is a path or URL: NAME.sqlite / .db, NAME.lmdb, NAME.zip, a directory, file://...,
 sqlite:///..., postgresql://... (see kvzarr.open_store). ``kvzarr COMMAND --help``
@@ -27,11 +29,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import compact, cp, demo, info, ls, tree, upgrade, verify
+from . import compact, cp, demo, info, ls, migrate, tree, upgrade, verify
 
 #: the subcommand modules, in the order ``kvzarr --help`` lists them; each has
 #: ``add_parser(subparsers)``, which sets ``run(args) -> exit status`` as the default
-SUBCOMMANDS = [demo, ls, tree, info, cp, verify, compact, upgrade]
+SUBCOMMANDS = [demo, ls, tree, info, cp, verify, compact, upgrade, migrate]
 
 #: exit statuses (documented in the module docstring, which ``kvzarr --help`` prints)
 OK, FOUND_PROBLEMS, ERROR, INTERRUPTED = 0, 1, 2, 130

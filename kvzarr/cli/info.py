@@ -14,6 +14,8 @@ import argparse
 import json
 from typing import Any
 
+from ..grid import chunk_grid_to_json
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("info", help="describe an array or a group", description=__doc__,
@@ -37,11 +39,11 @@ def describe(node: Any) -> str:
     import kvzarr
     if isinstance(node, kvzarr.Array):
         rows = node.info_complete().rows()
-        doc = json.loads(node.metadata.to_bytes())
-        rows += [("Chunk grid", _compact(doc["chunk_grid"])),
-                 ("Chunk key encoding", _compact(doc["chunk_key_encoding"])),
-                 ("Codecs", _compact(doc["codecs"])),
-                 ("Attributes", _compact(doc.get("attributes", {})))]
+        m = node.metadata
+        rows += [("Chunk grid", _compact(chunk_grid_to_json(m.chunk_grid, m.chunk_grid_name))),
+                 ("Chunk key encoding", _compact(m.chunk_key_encoding.to_json())),
+                 ("Codecs", _compact([c.to_json() for c in m.codecs])),
+                 ("Attributes", _compact(m.attributes))]
     else:
         rows = _group_rows(node)
     width = max(len(k) for k, _ in rows)
@@ -54,7 +56,8 @@ def _group_rows(group: Any) -> list[tuple[str, str]]:
     members = list(group.members())
     arrays = sum(1 for _, m in members if isinstance(m, kvzarr.Array))
     prefix = f"{group.path}/" if group.path else ""
-    return [("Type", "Group"), ("Zarr format", "3"), ("Path", group.name),
+    return [("Type", "Group"), ("Zarr format", str(group.metadata.zarr_format)),
+            ("Path", group.name),
             ("Store", repr(group.store)), ("Read-only", str(group.read_only)),
             ("Members", f"{len(members)} ({arrays} arrays, {len(members) - arrays} groups)"),
             ("No. bytes stored", byte_info(group.store.getsize_prefix(prefix))),

@@ -76,6 +76,7 @@ class ArrayMetadata:
         return len(self.shape)
 
     def to_json(self) -> dict[str, Any]:
+        _only_v3(self)
         doc: dict[str, Any] = {
             "shape": list(self.shape),
             "data_type": self.data_type.to_json(),
@@ -116,6 +117,7 @@ class GroupMetadata:
     node_type = "group"
 
     def to_json(self) -> dict[str, Any]:
+        _only_v3(self)
         doc: dict[str, Any] = {"attributes": self.attributes, "zarr_format": 3}
         if self.consolidated_metadata is not None:
             doc["consolidated_metadata"] = self.consolidated_metadata
@@ -128,6 +130,15 @@ class GroupMetadata:
 
     def with_attributes(self, attributes: dict[str, Any]) -> "GroupMetadata":
         return replace(self, attributes=attributes)
+
+
+def _only_v3(metadata: ArrayMetadata | GroupMetadata) -> None:
+    """A v2 node written as ``zarr.json`` would turn a v2 hierarchy into a v3 one behind
+    its users' backs: v2 documents are written only by :mod:`kvzarr.metadata.v2`."""
+    if metadata.zarr_format != 3:
+        raise MetadataError(f"zarr_format {metadata.zarr_format} metadata has no zarr.json "
+                            "form: v2 metadata is written by kvzarr.metadata.v2",
+                            field="zarr_format")
 
 
 # allow_nan=False: non-finite floats must already be encoded as strings. No indent, so

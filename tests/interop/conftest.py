@@ -48,12 +48,13 @@ def _itemsize(dtype: str) -> int:
 
 
 def bytes_codec(dtype: str, endian: str = "little") -> dict[str, Any]:
-    """zarr-python's spelling: no endian for single-byte types and packed structs."""
+    """zarr-python's spelling: no endian for single-byte types, byte strings (``S``) and
+    packed structs."""
     if dtype == "string":
         return {"name": "vlen-utf8", "configuration": {}}
     if dtype == "bytes":
         return {"name": "vlen-bytes", "configuration": {}}
-    if _itemsize(dtype) == 1 or numpy_dtype(dtype).names:
+    if _itemsize(dtype) == 1 or numpy_dtype(dtype).names or numpy_dtype(dtype).kind == "S":
         return {"name": "bytes"}
     return {"name": "bytes", "configuration": {"endian": endian}}
 
@@ -188,6 +189,8 @@ SPECIAL_CASES = [
     Case("string", "nonzero", "default", "end"),
     Case("bytes"), Case("bytes", "nonzero"), Case("bytes", "zero", "zstd", keys="v2."),
     Case("<U6"), Case("<U6", "nonzero"), Case("<U6", "nonzero", "big-endian"),
+    Case("|S6"), Case("|S6", "nonzero"), Case("|S6", "nonzero", "blosc-lz4-shuffle"),
+    Case("|S6", "zero", "transpose-gzip", "end"),
     Case("datetime64[ns]"), Case("datetime64[ns]", "nan"),
     Case("datetime64[ns]", "nonzero", "blosc-lz4-shuffle"),
     Case("timedelta64[s]", "nan"), Case("timedelta64[s]", "nonzero", "transpose-gzip"),
@@ -250,6 +253,11 @@ def sample(dtype: str, seed: int) -> np.ndarray:
     if dt.kind == "U":
         return np.array([_SHORT_WORDS[i] for i in rng.integers(0, len(_SHORT_WORDS), n)],
                         dtype=dt).reshape(SHAPE)
+    if dt.kind == "S":  # any bytes, NULs inside and at the end (padding) included
+        out = np.array([rng.bytes(int(k)) for k in rng.integers(0, dt.itemsize + 1, n)],
+                       dtype=dt)
+        out[:4] = [b"", b"\x00", b"a\x00b", b"\xff" * dt.itemsize]
+        return out.reshape(SHAPE)
     if dt.names:
         out = np.zeros(n, dtype=dt)
         out["id"] = rng.integers(-2**31, 2**31, n)
@@ -305,6 +313,8 @@ def fill_scalar(dtype: str, kind: str) -> Any:
         return {"zero": b"", "nonzero": b"\x00\xff\x01"}[kind]
     if dt.kind == "U":
         return np.str_({"zero": "", "nonzero": "ab"}[kind])
+    if dt.kind == "S":
+        return np.bytes_({"zero": b"", "nonzero": b"\x00\xffa"}[kind])
     if dt.names:
         value = (0, 0.0, 0) if kind == "zero" else (-1, np.nan, 7)
         return np.array(value, dtype=dt)[()]
@@ -372,7 +382,7 @@ def expected_array(case: Case, data: np.ndarray) -> np.ndarray:
 def bits(a: np.ndarray) -> np.ndarray:
     """An integer view of fixed-size data that compares bit patterns."""
     a = np.ascontiguousarray(a)  # at least 1-d, so that views may change the item size
-    if a.dtype.names:
+    if a.dtype.names or a.dtype.kind == "S":  # S: the padding NULs count too
         return a.view(np.uint8).reshape(a.shape + (-1,))
     if a.dtype.kind == "f":
         return a.view(f"u{a.dtype.itemsize}")

@@ -1,5 +1,5 @@
-"""The string, bytes and fixed-length UTF-32 extension types (strings.py) and their fill
-values, against what zarr-python 3.1.6 writes and reads."""
+"""The string, bytes, fixed-length UTF-32 and null-terminated bytes extension types
+(strings.py) and their fill values, against what zarr-python 3.1.6 writes and reads."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from kvzarr.errors import MetadataError, UnsupportedExtensionError
 from kvzarr.metadata.dtypes import data_type_from_numpy, parse_data_type
-from kvzarr.metadata.dtypes.strings import BytesType, FixedLengthUTF32Type, StringType
+from kvzarr.metadata.dtypes.strings import (BytesType, FixedLengthUTF32Type,
+                                            NullTerminatedBytesType, StringType)
 
 from .dtype_helpers import (HSET, SD, bad_data_type, bad_fill, raw, through_json,
                             zp_metadata, zp_open_with)
@@ -95,8 +96,8 @@ def test_bytes_type_forms():
     bad_data_type({"name": "bytes", "configuration": {"x": 1}})
     assert data_type_from_numpy(bytes) == b
     assert data_type_from_numpy("bytes") == b
-    with pytest.raises(UnsupportedExtensionError):
-        data_type_from_numpy("S3")  # null_terminated_bytes is not registered
+    assert data_type_from_numpy("S") == b  # unsized, as zarr-python maps it
+    assert data_type_from_numpy("S3") != b  # sized S is null_terminated_bytes
     with pytest.raises(UnsupportedExtensionError):
         data_type_from_numpy(object)  # ambiguous, as in zarr-python
 
@@ -207,3 +208,113 @@ def test_fixed_length_utf32_matches_zarr_python(tmp_path):
     arr = zp_open_with(tmp_path, u.to_json(), u.fill_to_json(np.str_("héllo")),
                        [{"name": "bytes", "configuration": {"endian": "little"}}])
     assert arr.dtype == u.numpy_dtype and arr.fill_value == "héllo"
+
+
+# ======================================================================================
+# null_terminated_bytes
+# ======================================================================================
+
+def _ntb(length_bytes):
+    return parse_data_type({"name": "null_terminated_bytes",
+                            "configuration": {"length_bytes": length_bytes}})
+
+
+def test_null_terminated_bytes_forms():
+    doc = {"name": "null_terminated_bytes", "configuration": {"length_bytes": 5}}
+    t = parse_data_type(doc)
+    assert isinstance(t, NullTerminatedBytesType) and t == NullTerminatedBytesType(5)
+    assert t.to_json() == doc
+    assert t.numpy_dtype == np.dtype("S5") and t.itemsize == 5 and t.length_bytes == 5
+    assert not t.has_endianness and not t.is_variable_length
+    for spelling in ("S5", "|S5", np.dtype("S5"), np.bytes_(b"abcde").dtype):
+        assert data_type_from_numpy(spelling) == t
+    assert data_type_from_numpy("S1") == _ntb(1)
+
+
+@pytest.mark.parametrize("length", [0, -1, "5", True, 5.0, 2**31, None, [5]])
+def test_null_terminated_bytes_bad_length_names_the_field(length):
+    bad_data_type({"name": "null_terminated_bytes", "configuration": {"length_bytes": length}})
+
+
+def test_null_terminated_bytes_bad_configuration_names_the_field():
+    bad_data_type({"name": "null_terminated_bytes"})
+    bad_data_type({"name": "null_terminated_bytes", "configuration": {}})
+    bad_data_type({"name": "null_terminated_bytes",
+                   "configuration": {"length_bytes": 3, "endian": "little"}})
+    with pytest.raises(MetadataError) as info:
+        NullTerminatedBytesType(0)
+    assert info.value.field == "data_type"
+
+
+def test_null_terminated_bytes_fill_forms():
+    t = _ntb(4)
+    assert t.default_fill() == b"" and t.coerce_fill(None) == b""
+    assert t.fill_to_json(t.default_fill()) == ""
+    assert t.fill_from_json("") == b""
+    assert t.fill_from_json("YWI=") == b"ab"
+    assert t.fill_to_json(np.bytes_(b"ab")) == "YWI="
+    assert t.fill_from_json("AAA=") == b""                      # NULs only: padding
+    assert t.fill_from_json("YQBiAA==") == b"a\x00b"          # inner NUL kept
+    assert t.fill_from_json("/wAB/w==") == b"\xff\x00\x01\xff"  # exactly 4 bytes
+    assert t.fill_from_json("YWJjZAAAAA==") == b"abcd"          # trailing NULs beyond
+    assert isinstance(t.fill_from_json("YWI="), np.bytes_)
+    assert t.fill_to_json(b"ab\x00\x00") == "YWI="              # written without padding
+
+
+def test_null_terminated_bytes_coerce_fill():
+    t = _ntb(3)
+    assert t.coerce_fill(b"ab") == b"ab" and isinstance(t.coerce_fill(b"ab"), np.bytes_)
+    assert t.coerce_fill(bytearray(b"\x01")) == b"\x01"
+    assert t.coerce_fill(np.bytes_(b"xyz")) == b"xyz"
+    assert t.coerce_fill("ab") == b"ab"          # str as ASCII, as numpy casts it
+    assert t.coerce_fill(7) == b"7" == np.array(7, dtype="S3")[()]   # numpy's cast
+    assert t.coerce_fill(np.int16(-12)) == b"-12"
+    assert t.coerce_fill(b"a\x00\x00\x00\x00") == b"a"  # NUL padding past the end is no data
+    for value in [b"abcd", "abcd", "é", 1234, True, 1.5, [97], {"a": 1}]:
+        with pytest.raises(MetadataError) as info:
+            t.coerce_fill(value)
+        assert info.value.field == "fill_value"
+
+
+@pytest.mark.parametrize("value", [
+    "YWJjZA==",      # b"abcd": longer than length_bytes (zarr-python truncates silently)
+    "YW I=",         # a stray character (zarr-python drops it; not base64)
+    "YWI",           # missing padding
+    "!!!!", "éé", 0, 1, [97, 98], None, True, {"a": 1}])
+def test_null_terminated_bytes_bad_fill_names_the_field(value):
+    bad_fill(_ntb(3), value)
+
+
+@HSET
+@given(st.integers(1, 12).flatmap(lambda n: st.tuples(st.just(n), st.binary(max_size=n))))
+def test_null_terminated_bytes_fill_round_trip(case):
+    n, blob = case
+    t = NullTerminatedBytesType(n)
+    value = t.coerce_fill(blob)
+    assert value == np.array(blob, dtype=f"S{n}")[()]        # numpy's own reading
+    assert raw(t, through_json(t, value)) == raw(t, blob)
+    assert raw(t, t.fill_from_json(t.fill_to_json(blob))) == raw(t, blob)
+
+
+def test_null_terminated_bytes_is_fill():
+    t = _ntb(3)
+    assert t.is_fill(np.array([b"ab", b"ab"], dtype="S3"), np.bytes_(b"ab"))
+    assert t.is_fill(np.array([b"ab\x00", b"ab"], dtype="S3"), np.bytes_(b"ab"))
+    assert not t.is_fill(np.array([b"ab", b"abc"], dtype="S3"), np.bytes_(b"ab"))
+    assert not t.is_fill(np.array([b"ab", b"a\x00b"], dtype="S3"), np.bytes_(b"ab"))
+    assert t.is_fill(np.zeros((2, 0), dtype="S3"), np.bytes_(b"x"))
+    assert t.is_fill(np.zeros((2, 2), dtype="S3"), np.bytes_(b""))
+    assert t.chunk_is_fill(np.full((3, 3), b"\xff", dtype="S3"), np.bytes_(b"\xff"))
+
+
+def test_null_terminated_bytes_matches_zarr_python(tmp_path):
+    doc = zp_metadata(tmp_path, "S3", fill_value=b"ab")
+    t = data_type_from_numpy("S3")
+    assert doc["data_type"] == t.to_json()
+    assert doc["fill_value"] == t.fill_to_json(t.coerce_fill(b"ab")) == "YWI="
+    assert doc["codecs"] == [{"name": "bytes"}]
+    assert t.fill_from_json(doc["fill_value"]) == b"ab"
+    arr = zp_open_with(tmp_path, t.to_json(), t.fill_to_json(np.bytes_(b"\x00\xffz")),
+                       [{"name": "bytes"}])
+    assert arr.dtype == t.numpy_dtype and arr.fill_value == b"\x00\xffz"
+    assert arr[:].tobytes() == b"\x00\xffz" * 2

@@ -1,5 +1,6 @@
 """String and byte-string data types (zarr-extensions ``data-types/string``, ``bytes``,
-``fixed-length-utf32``).
+``fixed-length-utf32``), and ``null_terminated_bytes`` (zarr-python 3's name for numpy ``S``;
+zarr-extensions pull request #60, not yet merged).
 
 * ``string``: variable-length Unicode, numpy ``StringDType()`` in memory (what zarr-python
   3.1.6 returns); fill is a JSON string, default ``""``. Serialised by ``vlen-utf8``.
@@ -186,6 +187,81 @@ class FixedLengthUTF32Type(DataType):
         return bool((units.reshape(-1, self.length) == fill_units).all())
 
 
+#: largest numpy ``S`` length (numpy keeps an item size in a C int)
+MAX_NULL_TERMINATED_BYTES = 2**31 - 1
+
+
+class NullTerminatedBytesType(DataType):
+    """``null_terminated_bytes``: ``length_bytes`` bytes per element, NUL padded (numpy ``S``).
+
+    ``NullTerminatedBytesType(n)`` is the type of numpy ``S<n>`` (the v2 dtype ``|S<n>``);
+    fill values in memory are ``np.bytes_`` without trailing NULs."""
+    name = "null_terminated_bytes"
+    has_endianness = False
+
+    def __init__(self, length_bytes: int) -> None:
+        if (not isinstance(length_bytes, int) or isinstance(length_bytes, bool)
+                or not 1 <= length_bytes <= MAX_NULL_TERMINATED_BYTES):
+            raise MetadataError(f"null_terminated_bytes length_bytes must be an integer in "
+                                f"[1, {MAX_NULL_TERMINATED_BYTES}], got {length_bytes!r}",
+                                field="data_type")
+        self.length_bytes = length_bytes
+        self.itemsize = length_bytes
+        self.numpy_dtype = np.dtype(f"S{length_bytes}")
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> "NullTerminatedBytesType":
+        if set(config) != {"length_bytes"}:
+            raise MetadataError("null_terminated_bytes configuration must hold exactly "
+                                "'length_bytes'", field="data_type")
+        return cls(config["length_bytes"])
+
+    def to_json(self) -> dict[str, Any]:
+        return extension_json(self.name, {"length_bytes": self.length_bytes})
+
+    def _fit(self, value: Any, raw: bytes) -> np.bytes_:
+        raw = raw.rstrip(b"\x00")  # padding, not part of the value
+        if len(raw) > self.length_bytes:
+            raise _bad(value, self.name, f"longer than {self.length_bytes} bytes")
+        return np.bytes_(raw)
+
+    def fill_from_json(self, value: Any) -> np.bytes_:
+        if not isinstance(value, str):
+            raise _bad(value, self.name, "expected a base64 string")
+        try:
+            raw = base64.b64decode(value.encode("ascii"), validate=True)
+        except (binascii.Error, UnicodeEncodeError):
+            raise _bad(value, self.name, "not valid base64") from None
+        return self._fit(value, raw)
+
+    def fill_to_json(self, value: Any) -> str:
+        return base64.standard_b64encode(bytes(value).rstrip(b"\x00")).decode("ascii")
+
+    def coerce_fill(self, value: Any) -> np.bytes_:
+        if value is None:
+            return self.default_fill()
+        if isinstance(value, (bytes, bytearray, memoryview)):  # includes np.bytes_
+            return self._fit(value, bytes(value))
+        if isinstance(value, str):  # numpy casts str to S as ASCII
+            try:
+                return self._fit(value, value.encode("ascii"))
+            except UnicodeEncodeError:
+                raise _bad(value, self.name, "a str fill must be ASCII") from None
+        if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+            return self._fit(value, str(int(value)).encode("ascii"))
+        raise _bad(value, self.name, "expected bytes")
+
+    def default_fill(self) -> np.bytes_:
+        return np.bytes_(b"")
+
+    def is_fill(self, chunk: np.ndarray, fill: Any) -> bool:
+        # compare the stored bytes, padding included: exact by construction
+        n = self.length_bytes
+        stored = np.ascontiguousarray(chunk, dtype=self.numpy_dtype).view(np.uint8)
+        want = np.frombuffer(bytes(fill).ljust(n, b"\x00"), dtype=np.uint8)
+        return bool((stored.reshape(-1, n) == want).all())
+
+
 def _string_factory(config: dict[str, Any]) -> StringType:
     _no_config("string", config)
     return StringType()
@@ -202,8 +278,8 @@ def _from_numpy(dtype: np.dtype) -> DataType | None:
     if dtype.kind == "U":
         # unsized ``U`` is what np.dtype(str) gives: zarr-python maps str to ``string``
         return StringType() if dtype.itemsize == 0 else FixedLengthUTF32Type(dtype.itemsize)
-    if dtype.kind == "S" and dtype.itemsize == 0:  # np.dtype(bytes); sized S is not ours
-        return BytesType()
+    if dtype.kind == "S":  # unsized: np.dtype(bytes), which zarr-python maps to ``bytes``
+        return BytesType() if dtype.itemsize == 0 else NullTerminatedBytesType(dtype.itemsize)
     return None
 
 
@@ -211,6 +287,8 @@ register_data_type("string", _string_factory)
 register_data_type("bytes", _bytes_factory)
 register_data_type("variable_length_bytes", _bytes_factory)  # zarr-python's name
 register_data_type("fixed_length_utf32", FixedLengthUTF32Type.from_config)
+register_data_type("null_terminated_bytes", NullTerminatedBytesType.from_config)
 register_numpy_matcher(_from_numpy)
 
-__all__ = ["StringType", "BytesType", "FixedLengthUTF32Type", "STRING_DTYPE"]
+__all__ = ["StringType", "BytesType", "FixedLengthUTF32Type", "NullTerminatedBytesType",
+           "STRING_DTYPE"]
