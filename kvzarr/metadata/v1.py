@@ -418,7 +418,7 @@ def _lzma(opts: Any) -> tuple[Any, str]:
                             field="compression_opts.filters")
     try:
         # numcodecs checks nothing until a chunk is compressed: the standard library's
-        # compressor checks format, check, preset and filters together, as zarr 1.x's did
+        # compressor checks format, check, preset and filters together
         lzma.LZMACompressor(format=opts["format"], check=opts["check"],
                             preset=opts["preset"], filters=opts["filters"])
     except (ValueError, TypeError, KeyError, lzma.LZMAError) as e:
