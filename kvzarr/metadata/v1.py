@@ -39,10 +39,12 @@ and the notes on each choice above, for :func:`v1_to_v3`. Nothing here touches a
 from __future__ import annotations
 
 import json
+import lzma
 import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numcodecs.blosc as _nc_blosc
 import numpy as np
 
 from ..codecs.blosc import CNAMES, BloscCodec
@@ -134,9 +136,11 @@ def v1_to_v3(metadata: ArrayMetadata) -> tuple[ArrayMetadata, list[str]]:
 
 def parse_v1_dtype(doc: Any) -> np.dtype:
     """The NumPy dtype of a v1 ``dtype`` member: a type string with its byte order
-    (``"<i4"``, ``"|S12"``, ``"<M8[ns]"``) or a list of ``[name, dtype]`` (or ``[name,
-    dtype, shape]``) pairs, nested for nested structures. MetadataError (field ``dtype``)
-    for anything else, for a multi-byte type given byte order ``|`` and for objects."""
+    (``"<i4"``, ``"|S12"``, ``"<M8[ns]"``) or a NumPy ``descr`` list of ``[name, dtype]``
+    pairs, nested for nested structures. MetadataError (field ``dtype``) for anything
+    else: a type string without a byte order, a multi-byte type with byte order ``|``,
+    a size NumPy does not have, objects (v1 has no object encoding), sub-array fields
+    (``[name, dtype, shape]``: no kvzarr data type) and unnamed or repeated fields."""
     return _parse_dtype(doc)
 
 
@@ -256,9 +260,16 @@ def _type_name(data_type: DataType) -> str:
     return doc if isinstance(doc, str) else json.dumps(doc)
 
 
-def _parse_dtype(doc: Any) -> np.dtype:
+#: structures nested deeper than this are refused (a parsed dict may nest without end)
+_MAX_NESTING = 32
+
+
+def _parse_dtype(doc: Any, depth: int = 0) -> np.dtype:
     if isinstance(doc, str):
         return _parse_typestr(doc)
+    if depth >= _MAX_NESTING:
+        raise MetadataError(f"structured dtype nested deeper than {_MAX_NESTING} levels",
+                            field="dtype")
     if isinstance(doc, list) and doc:
         fields = []
         for item in doc:
@@ -269,7 +280,7 @@ def _parse_dtype(doc: Any) -> np.dtype:
             if len(item) == 3:
                 raise MetadataError(f"field {item[0]!r}: sub-array fields have no kvzarr "
                                     "data type", field="dtype")
-            fields.append((item[0], _parse_dtype(item[1])))
+            fields.append((item[0], _parse_dtype(item[1], depth + 1)))
         try:
             return np.dtype(fields)
         except (TypeError, ValueError) as e:
@@ -291,7 +302,7 @@ def _parse_typestr(doc: str) -> np.dtype:
                             "a unit", field="dtype")
     try:
         npd = np.dtype(doc)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError, MemoryError) as e:
         raise MetadataError(f"{doc!r} is not a NumPy data type: {e}", field="dtype") from e
     # numpy reads some sizes it does not have as others ("<b2"); sizeless S/U/V are
     # variable-length in kvzarr, not fixed-size elements
@@ -381,8 +392,12 @@ def _blosc(opts: Any, npd: np.dtype) -> tuple[BloscCodec, str]:
     typesize = max(npd.itemsize, 1)
     codec = BloscCodec(typesize=typesize, cname=cname, clevel=clevel,
                        shuffle=_SHUFFLE_NAMES[shuffle], blocksize=0)
-    return codec, (f"compression blosc {opts}: blosc codec (cname {cname}, clevel {clevel}, "
-                   f"shuffle {_SHUFFLE_NAMES[shuffle]}, typesize {typesize}, blocksize 0)")
+    note = (f"compression blosc {opts}: blosc codec (cname {cname}, clevel {clevel}, "
+            f"shuffle {_SHUFFLE_NAMES[shuffle]}, typesize {typesize}, blocksize 0)")
+    if cname not in _nc_blosc.list_compressors():
+        note += (f"; this Blosc build has no {cname} (numcodecs ships it without), so its "
+                 "chunks cannot be decoded here")
+    return codec, note
 
 
 def _lzma(opts: Any) -> tuple[Any, str]:
@@ -401,7 +416,15 @@ def _lzma(opts: Any) -> tuple[Any, str]:
             and all(isinstance(f, dict) for f in opts["filters"])):
         raise MetadataError("lzma filters must be null or a list of objects",
                             field="compression_opts.filters")
-    codec = numcodecs_codec("lzma", **opts)  # numcodecs checks what it can of the rest
+    try:
+        # numcodecs checks nothing until a chunk is compressed: the standard library's
+        # compressor checks format, check, preset and filters together
+        lzma.LZMACompressor(format=opts["format"], check=opts["check"],
+                            preset=opts["preset"], filters=opts["filters"])
+    except (ValueError, TypeError, KeyError, lzma.LZMAError) as e:
+        raise MetadataError(f"invalid lzma compression_opts {opts!r}: {e}",
+                            field="compression_opts") from e
+    codec = numcodecs_codec("lzma", **opts)
     return codec, (f"compression lzma {opts}: numcodecs.lzma (the same bytes; TensorStore "
                    "has no such codec)")
 

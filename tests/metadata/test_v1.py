@@ -199,7 +199,9 @@ def test_zero_dimensional_v1_array_is_refused():
 # --- generated arrays: an independent encoder following the spec --------------------------
 
 DTYPES = ["<i4", ">i4", "<f8", ">f8", "|u1", "|i1", "|b1", "<c8", ">u2", "<U3", ">U2",
-          "<M8[ms]", "|V3", [["r", "|u1"], ["g", "<i2"]], [["x", ">f4"], ["y", ">u8"]]]
+          "<M8[ms]", "|V3", [["r", "|u1"], ["g", "<i2"]], [["x", ">f4"], ["y", ">u8"]],
+          [["a", [["b", ">i2"], ["c", "|u1"]]], ["d", ">f8"]],
+          *(["|S3"] if S_SUPPORTED else [])]
 
 
 def _sample(npd: np.dtype, shape, rng) -> np.ndarray:
@@ -210,6 +212,8 @@ def _sample(npd: np.dtype, shape, rng) -> np.ndarray:
     elif npd.kind == "U":
         out = np.array(["".join(chr(97 + (b % 26)) for b in raw[i:i + npd.itemsize // 4])
                         for i in range(0, raw.size, npd.itemsize)], dtype=npd).reshape(shape)
+    elif npd.kind == "S":
+        out = (raw.reshape(-1, npd.itemsize) % 26 + 97).view(npd).reshape(shape)
     elif npd.kind == "M":
         out = (raw.view(np.int64) % 2 ** 50).view(npd).reshape(shape)
     return out
@@ -330,7 +334,8 @@ def test_v1_to_v3_document_and_notes():
 def test_v1_to_v3_in_place_read_by_kvzarr(name, tmp_path):
     import kvzarr
     target, v3, notes, expected = _converted_copy(name, tmp_path)
-    arr = kvzarr.open_array(str(target), mode="r")
+    # the v1 documents are still there: say which format to read
+    arr = kvzarr.open_array(str(target), mode="r", zarr_format=3)
     assert_same_bits(arr[...], expected)
     assert dict(arr.attrs) == v3.attributes
 
@@ -389,6 +394,9 @@ BAD_META = [
     ({"dtype": "<f8[ns]"}, "dtype"),
     ({"dtype": "<M8"}, "dtype"),
     ({"dtype": "<U0"}, "dtype"),
+    ({"dtype": "|S" + "9" * 30}, "dtype"),
+    ({"dtype": "<M8[xyz]"}, "dtype"),
+    ({"dtype": "<f16"}, "dtype"),
     ({"dtype": 4}, "dtype"),
     ({"dtype": []}, "dtype"),
     ({"dtype": [["a"]]}, "dtype"),
@@ -425,6 +433,13 @@ BAD_META = [
     ({"compression": "lzma",
       "compression_opts": {"format": 1, "check": 0, "preset": 12, "filters": None}},
      "compression_opts.preset"),
+    ({"compression": "lzma",
+      "compression_opts": {"format": 7, "check": 0, "preset": 1, "filters": None}},
+     "compression_opts"),
+    ({"compression": "lzma",
+      "compression_opts": {"format": 1, "check": 0, "preset": None,
+                           "filters": [{"id": 999}]}},
+     "compression_opts"),
     ({"fill_value": "abc"}, "fill_value"),
     ({"fill_value": [1]}, "fill_value"),
     ({"fill_value": 1.5}, "fill_value"),
@@ -441,6 +456,18 @@ def test_bad_meta_names_key_and_field(changes, field):
         parse_v1_array(json.dumps(meta_doc(**changes)).encode(), b"{}", "grp/arr")
     assert err.value.key == "grp/arr/meta"
     assert err.value.field == field, str(err.value)
+
+
+def test_deeply_nested_structured_dtype_is_refused():
+    dtype = "<i4"
+    for i in range(5000):
+        dtype = [[f"f{i}", dtype]]
+    with pytest.raises(MetadataError) as err:
+        parse_v1_array(meta_doc(dtype=dtype), b"{}")
+    assert err.value.field == "dtype"
+    # a few levels are fine
+    nested = [["a", [["b", [["c", "<i4"]]]]]]
+    assert parse_v1_dtype(nested) == np.dtype([("a", [("b", [("c", "<i4")])])])
 
 
 @pytest.mark.parametrize("member", ["zarr_format", "shape", "chunks", "dtype", "compression",
@@ -464,6 +491,16 @@ def test_attrs_that_are_not_a_json_object(attrs):
     with pytest.raises(MetadataError) as err:
         parse_v1_array(meta_doc(), attrs, "a")
     assert err.value.key == "a/attrs"
+
+
+def test_blosc_snappy_is_read_with_a_note_that_its_chunks_cannot_be_decoded():
+    # zarr 1.x bundled snappy in its Blosc; numcodecs' Blosc has none
+    m = parse_v1_array(meta_doc(compression="blosc", compression_opts={
+        "cname": "snappy", "clevel": 5, "shuffle": 1}), b"{}")
+    if "snappy" in numcodecs.blosc.list_compressors():
+        assert not any("cannot be decoded" in n for n in m.legacy.notes)
+    else:
+        assert any("no snappy" in n for n in m.legacy.notes)
 
 
 def test_lenient_where_zarr1_was():
