@@ -243,8 +243,12 @@ def build_v2_metadata(
     data_type = _data_type("float64" if dtype is None else dtype)
     if isinstance(chunks, str) and chunks == "auto":
         chunks = guess_chunks(shape, data_type.itemsize or 16)
+    # no fill value given: the data type's default, as zarr-python 3 writes it (a
+    # ``null`` fill is written only when asked for, which v2 creation cannot tell
+    # from "not given": kvzarr never writes one)
+    fill = {} if fill_value is None else {"fill_value": fill_value}
     return build_v2_array_metadata(
         shape=shape, dtype=dtype if dtype is not None else "float64", chunks=chunks,
-        fill_value=fill_value, order=order, filters=filters,
+        order=order, filters=filters,
         compressor="default" if isinstance(compressors, str) and compressors == "auto"
-        else compressors, dimension_separator=separator, attributes=attributes)
+        else compressors, dimension_separator=separator, attributes=attributes, **fill)

@@ -206,3 +206,15 @@ def test_v2_creation_refuses_what_v2_cannot_hold_before_writing(tmp_path: Path) 
             kvzarr.create_array(where, name="a", shape=(8,), chunks=(4,), dtype="i4",
                                 zarr_format=2, **bad)
     assert not Path(where).exists()
+
+
+def test_a_v2_array_created_without_a_fill_value_gets_zarr_pythons_default() -> None:
+    import json
+    ours, theirs = kvzarr.MemoryStore(), kvzarr.MemoryStore()
+    for dtype in ("<f8", "<i2", "bool"):
+        kvzarr.create_array(ours, name=dtype, shape=(4,), dtype=dtype, zarr_format=2)
+        zarr.create_array(kvzarr.ZarrStore(theirs), name=dtype, shape=(4,), dtype=dtype,
+                          zarr_format=2)
+        mine = json.loads(ours.get(f"{dtype}/.zarray"))
+        assert mine["fill_value"] == json.loads(theirs.get(f"{dtype}/.zarray"))["fill_value"]
+        assert mine["fill_value"] is not None
