@@ -73,8 +73,8 @@ def test_fill_forms_zarr_python_bends_are_refused(fill_json, tmp_path):
 
 @pytest.mark.parametrize("fill, ours_json, theirs_json", [
     (b"z", "eg==", "eg=="),
-    # zarr-python encodes the NULs a user's fill ends with; kvzarr drops them, as the
-    # draft specification writes a fill ("without trailing NULs"); each reads the other
+    # zarr-python encodes the NULs a user's fill ends with; kvzarr drops them (they are
+    # padding, as zarr-extensions pull request #60 has it); each reads the other
     (b"z\x00", "eg==", "egA=")])
 def test_kvzarr_writes_what_zarr_python_writes(fill, ours_json, theirs_json, tmp_path):
     """Same creation arguments, same zarr.json (the bytes codec without ``endian``), and

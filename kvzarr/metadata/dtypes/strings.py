@@ -10,6 +10,20 @@ zarr-extensions pull request #60, not yet merged).
   Serialised by ``vlen-bytes``.
 * ``fixed_length_utf32``: numpy ``U<n>``, ``length_bytes = 4 n``; fill is the JSON string
   without its trailing NULs (the padding), and may not exceed the capacity.
+* ``null_terminated_bytes``: numpy ``S<n>``, ``length_bytes = n`` (at least 1). Each element
+  is ``n`` bytes; trailing ``0x00`` bytes are padding (numpy drops them when it hands out an
+  element). Single bytes, so the ``bytes`` codec takes no ``endian`` (zarr-python writes
+  ``{"name": "bytes"}`` and ignores an ``endian`` it finds; so does kvzarr). The fill is
+  the standard base64 (RFC 4648 section 4, with padding) of the value without its trailing
+  NULs: ``""`` for the default, ``"YWI="`` for ``b"ab"``, as zarr-python 3.1 writes it (it
+  keeps the NULs a user's fill ends with: ``b"z\\x00"`` gives ``"egA="``). Read: any valid
+  base64 string whose decoded bytes, trailing NULs dropped, fit in ``n`` (``"AAA="`` reads
+  as ``b""``). zarr-python also reads base64 with stray characters in it, dropping them,
+  and truncates a fill that is too long; kvzarr refuses both, as the draft of the type in
+  zarr-extensions pull request #60 bounds the decoded length by ``length_bytes``. A fill
+  given by a user is ``bytes``, ASCII ``str`` or an integer (its decimal digits, as numpy
+  and zarr-python cast one), and must fit: numpy and zarr-python would cut it silently.
+  Values written into an array are cast as numpy casts them (too long: cut).
 
 Promises: ``fill_to_json`` output read by ``fill_from_json`` gives back the same value, and
 every fill that does not fit raises ``MetadataError(field="fill_value")``.
