@@ -106,6 +106,20 @@ def _data_type(dtype: Any) -> DataType:
     return found
 
 
+def _key_encoding(given: Any) -> ChunkKeyEncoding:
+    """A ``chunk_key_encoding`` argument as zarr-python's ``create_array`` takes it: a
+    ChunkKeyEncoding, its metadata form (``{"name": "v2", "configuration":
+    {"separator": "."}}``) or zarr-python's short form (``{"name": "v2", "separator":
+    "."}``)."""
+    if isinstance(given, ChunkKeyEncoding):
+        return given
+    if isinstance(given, dict) and "separator" in given and "configuration" not in given:
+        given = {"name": given.get("name"),
+                 "configuration": {"separator": given["separator"]},
+                 **{k: v for k, v in given.items() if k not in ("name", "separator")}}
+    return parse_chunk_key_encoding(given)
+
+
 def build_grid(shape: tuple[int, ...], chunks: Any, itemsize: int
                ) -> tuple[ChunkGrid, str]:
     """The chunk grid for ``chunks``: "auto", an int, a tuple of ints (regular) or a list
@@ -194,8 +208,7 @@ def build_array_metadata(
     grid, grid_name = build_grid(shape, outer_chunks, itemsize)
     check_geometry(shape, grid, data_type)
     cke = (_DEFAULT_KEY_ENCODING if chunk_key_encoding is None
-           else parse_chunk_key_encoding(chunk_key_encoding)
-           if not isinstance(chunk_key_encoding, ChunkKeyEncoding) else chunk_key_encoding)
+           else _key_encoding(chunk_key_encoding))
     if dimension_names is not None:
         dimension_names = tuple(dimension_names)
         if len(dimension_names) != len(shape):
@@ -228,7 +241,7 @@ def build_v2_metadata(
                                 hint="create a Zarr v3 array (zarr_format=3) for it")
     separator = "."
     if chunk_key_encoding is not None:
-        cke = parse_chunk_key_encoding(chunk_key_encoding)
+        cke = _key_encoding(chunk_key_encoding)
         if cke.name != "v2":
             raise MetadataError("a Zarr v2 array's chunk keys are the v2 encoding",
                                 field="chunk_key_encoding")

@@ -217,3 +217,17 @@ def test_array_as_value_and_selection(store):
     dst[...] = src
     np.testing.assert_array_equal(dst[...], [3, 1, 2, 0])
     np.testing.assert_array_equal(dst.oindex[src], [0, 1, 2, 3])
+
+
+def test_create_array_takes_zarr_pythons_short_chunk_key_encoding_form() -> None:
+    """{"name": ..., "separator": ...} as zarr-python's create_array takes it, besides
+    the metadata form with a "configuration"."""
+    store = kvzarr.MemoryStore()
+    kvzarr.create_array(store, name="a", shape=(4, 4), chunks=(2, 2), dtype="i1",
+                        chunk_key_encoding={"name": "default", "separator": "."})
+    assert json.loads(store.get("a/zarr.json"))["chunk_key_encoding"] == {
+        "name": "default", "configuration": {"separator": "."}}
+    v2 = kvzarr.MemoryStore()
+    kvzarr.create_array(v2, name="b", shape=(4,), chunks=(2,), dtype="i1",
+                        zarr_format=2, chunk_key_encoding={"name": "v2", "separator": "/"})
+    assert json.loads(v2.get("b/.zarray"))["dimension_separator"] == "/"
