@@ -17,8 +17,8 @@ from .consolidated_v2 import sync_v2_consolidated
 from .creation import build_array_metadata, build_v2_metadata
 from .engine.config import ArrayConfig
 from .errors import MetadataError, NodeExistsError, NodeTypeError
-from .metadata.v3 import ArrayMetadata, GroupMetadata, load_json, parse_node_metadata
 from .formats import node_exists, node_keys, read_node, write_node
+from .metadata.v3 import ArrayMetadata, GroupMetadata, load_json, parse_node_metadata
 from .node import metadata_key
 from .runtime.memo import BoundedMemo
 from .stores.base import Store
