@@ -167,9 +167,9 @@ def open_array(store: Any = None, *, mode: str = "a", path: str | None = None,
     :func:`create_array`'s). :class:`~kvzarr.errors.NodeNotFoundError` when nothing is
     there, :class:`~kvzarr.errors.NodeTypeError` when a group is. The handle holds the
     metadata as read now: another process's resize is seen by a new handle.
-    ``zarr_format``: None finds an array of any format (Zarr v3, v2 or v1; documents of
-    two formats at one path raise MetadataError), 3, 2 or 1 only that one; a new array
-    takes it as :func:`create_array` does."""
+    ``zarr_format``: None finds an array of any format (Zarr v3, v2 or v1; a
+    ``zarr.json`` wins over v2 documents beside it, as zarr-python 3 reads such a node),
+    3, 2 or 1 only that one; a new array takes it as :func:`create_array` does."""
     node_path = normalize_path(path if path is not None else name)
     cfg = _config(config, write_empty_chunks)
     fmt = check_zarr_format(zarr_format)

@@ -8,11 +8,12 @@ A node's metadata lives in different keys per format version:
 * Zarr v1: ``<path>/meta`` with the attributes in ``<path>/attrs`` (Zarr v1 spec,
   "Metadata"; v1 has arrays only).
 
-:func:`read_node` reads all of a node's possible documents in one read transaction and
-says which format it is in. With ``zarr_format=None`` the format is detected; a node
-with documents of two formats at one path is refused (MetadataError naming both keys),
-since a reader cannot tell which one is true; ``zarr_format=2`` or ``3`` reads that one
-only. :func:`write_node` writes a node's documents in its own format, so a v2 hierarchy
+:func:`read_node` reads a node's documents and says which format it is in. With
+``zarr_format=None`` the format is detected: a ``zarr.json`` wins, as zarr-python 3
+reads a node that has one beside v2 documents (a half-done migration by another tool;
+``zarr_format=2`` reads the v2 documents, and :func:`kvzarr.migrate_v3` replaces the
+stale ``zarr.json``), while v2 and v1 documents at one path are refused (MetadataError
+naming both keys). ``zarr_format=1``, ``2`` or ``3`` reads that format only. :func:`write_node` writes a node's documents in its own format, so a v2 hierarchy
 is never given a ``zarr.json`` unless it is migrated (:mod:`kvzarr.migration`).
 :func:`rewrite_node` is the read-modify-write of an existing node's documents.
 """
@@ -38,9 +39,8 @@ FORMATS = (1, 2, 3)
 #: them: a lone ``.zattrs`` is no node)
 NODE_DOCUMENTS = {3: (ZARR_JSON,), 2: (v2.ZARRAY, v2.ZGROUP), 1: (v1.META,)}
 
-#: every name read to find a node: the documents of each format, v3 first, then the
-#: attribute documents
-_ALL = (ZARR_JSON, v2.ZARRAY, v2.ZGROUP, v1.META, v2.ZATTRS, v1.ATTRS)
+#: the names read, in one batch, to find a node that has no ``zarr.json``
+_LEGACY = (v2.ZARRAY, v2.ZGROUP, v1.META, v2.ZATTRS, v1.ATTRS)
 
 
 def check_zarr_format(zarr_format: Any) -> int | None:
@@ -78,19 +78,21 @@ def node_keys(path: str, zarr_format: int | None = None) -> list[str]:
 
 def read_node(store: Store, path: str, zarr_format: int | None = None) -> Metadata | None:
     """The metadata of the node at ``path`` (normalised), or None when there is none (in
-    the format asked for). One batch read of every document it may have; one read of
-    ``zarr.json`` when v3 is asked for."""
-    if zarr_format == 3:
+    the format asked for). With ``zarr_format=None`` a ``zarr.json`` is read first and,
+    when there is one, wins (one read: the cost of opening a v3 node); else the v2 and
+    v1 documents are read in one batch."""
+    if zarr_format in (None, 3):
         data = store.get(_key(path, ZARR_JSON))
-        return None if data is None else parse_node_metadata(data, path="/" + path)
-    values = dict(zip(_ALL, store.get_many([_key(path, n) for n in _ALL])))
+        if data is not None or zarr_format == 3:
+            return None if data is None else parse_node_metadata(data, path="/" + path)
+    values = dict(zip(_LEGACY, store.get_many([_key(path, n) for n in _LEGACY])))
     return parse_documents(values, path, zarr_format)
 
 
 def parse_documents(values: dict[str, bytes | None], path: str,
                     zarr_format: int | None = None) -> Metadata | None:
     """The node that the documents ``values`` (name -> bytes or None, names as in
-    :data:`_ALL`) of the node at ``path`` make, or None."""
+    :data:`_LEGACY` and ``zarr.json``) of the node at ``path`` make, or None."""
     found = [f for f in (3, 2, 1)
              if any(values.get(n) is not None for n in NODE_DOCUMENTS[f])]
     where = "/" + path

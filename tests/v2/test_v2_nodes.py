@@ -110,21 +110,29 @@ def test_kvzarr_creates_v2_as_zarr_python_does(tmp_path: Path) -> None:
         assert json.loads(ours.get(key)) == json.loads(theirs.get(key)), key
 
 
-def test_documents_of_two_formats_at_one_node_are_refused_unless_one_is_named(
-        tmp_path: Path) -> None:
+def test_a_zarr_json_beside_v2_documents_wins_unless_v2_is_asked_for(tmp_path: Path
+                                                                       ) -> None:
+    """As zarr-python 3 reads such a node (one read to open a v3 node); v2 and v1
+    documents at one path are refused."""
     store = kvzarr.MemoryStore()
     zarr.create_array(kvzarr.ZarrStore(store), name="x", shape=(3,), dtype="i4",
                       zarr_format=2, fill_value=0)[...] = [1, 2, 3]
     zarr.create_array(kvzarr.ZarrStore(store), name="y", shape=(2,), dtype="i4",
                       fill_value=0)[...] = [4, 5]
     store.set("x/zarr.json", store.get("y/zarr.json"))     # a stale or foreign v3 document
-    with pytest.raises(MetadataError) as err:
-        kvzarr.open_array(store, path="x")
-    assert ".zarray" in str(err.value) and "zarr.json" in str(err.value)
+    assert kvzarr.open_array(store, path="x").shape == (2,)
     assert kvzarr.open_array(store, path="x", zarr_format=2)[...].tolist() == [1, 2, 3]
-    assert kvzarr.open_array(store, path="x", zarr_format=3).shape == (2,)
     with pytest.raises(NodeNotFoundError):
         kvzarr.open_array(store, path="y", zarr_format=2)
+    report = kvzarr.migrate_v3(store, path="x")            # the v2 documents are the truth
+    assert "replaced" in str(report)
+    assert kvzarr.open_array(store, path="x")[...].tolist() == [1, 2, 3]
+    store.set("y/meta", b'{"zarr_format": 1}')
+    store.set("y/.zarray", b"{}")                            # never parsed: refused first
+    store.erase("y/zarr.json")
+    with pytest.raises(MetadataError) as err:
+        kvzarr.open_array(store, path="y")
+    assert ".zarray" in str(err.value) and "meta" in str(err.value)
 
 
 def test_a_node_of_the_other_format_is_refused_inside_a_group_and_nothing_written(

@@ -35,6 +35,7 @@ from ..byteranges import ByteRequest, apply_byte_request
 from ...errors import (ConflictError, KvzarrError, StoreClosedError, StoreConfigError,
                        StoreError)
 from ..base import Capabilities, Store
+from ..keys import check_key
 from ...runtime import process as _process
 from ...runtime.process import current_pid
 from . import env as _env
@@ -343,6 +344,25 @@ class LMDBStore(Store):
             value = keymap.read(txn, kb)
             return None if value is None else _copy(value)
         return self._read(get, key)
+
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        """As :meth:`Store.get_many`; outside a transaction the batch is read in the one
+        short read transaction of :meth:`_read`, without a store transaction around it
+        (which cost more than the lookups of a node's few metadata documents)."""
+        if self._current_transaction() is not None:
+            return super().get_many(keys)
+        for k in keys:
+            check_key(k, self.max_key_bytes, self.max_segment_bytes)
+        return self._get_many(keys)
+
+    def exists_many(self, keys: Sequence[str]) -> list[bool]:
+        """As :meth:`Store.exists_many`, in one short read transaction (see
+        :meth:`get_many`)."""
+        if self._current_transaction() is not None:
+            return super().exists_many(keys)
+        for k in keys:
+            check_key(k, self.max_key_bytes, self.max_segment_bytes)
+        return self._exists_many(keys)
 
     def _get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         encoded = [k.encode("utf-8") for k in keys]

@@ -57,7 +57,7 @@ from ..base import Capabilities, Store, check_append_size, no_append_target
 from ..keys import check_key, prefix_successor
 from .backends import Backend, Txn, open_backend, translate
 from .counter import PostgresCounter, SQLiteCounter
-from .queries import MAX_RANGES, SQL_INT_MAX, Queries
+from .queries import BATCH, MAX_RANGES, SQL_INT_MAX, Queries
 from .schema import KVZARR, Layout, open_layout, segments_table
 
 #: keys fetched per query by lazy listings, and the most ``list_dir`` reads at once
@@ -360,6 +360,30 @@ class SQLStore(Store):
                     out[i] = value
         return out
 
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        """As :meth:`Store.get_many`. Outside a transaction, a batch one SELECT answers
+        (at most :data:`BATCH` keys, none of them appended to) is read without a
+        BEGIN/COMMIT around it: one statement reads one snapshot by itself, and the
+        transaction cost more than the lookups of a node's few metadata documents."""
+        if self._current_transaction() is not None or not 1 < len(keys) <= BATCH:
+            return super().get_many(keys)
+        for k in keys:
+            check_key(k, self.max_key_bytes, self.max_segment_bytes)
+        with self._reading() as cur:
+            found = self._q.get_many(cur, keys)
+        if self._appendable and b"" in found.values():
+            return super().get_many(keys)      # appended values: read in one transaction
+        return self._ordered(found, keys)
+
+    def exists_many(self, keys: Sequence[str]) -> list[bool]:
+        """As :meth:`Store.exists_many`; one SELECT, without a transaction around it,
+        for at most :data:`BATCH` keys outside one (see :meth:`get_many`)."""
+        if self._current_transaction() is not None or len(keys) > BATCH:
+            return super().exists_many(keys)
+        for k in keys:
+            check_key(k, self.max_key_bytes, self.max_segment_bytes)
+        return self._exists_many(keys)
+
     def _get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         if len(keys) == 1:  # one chunk (a tile, an element): the plain lookup
             return [self._get(keys[0])]
@@ -368,6 +392,10 @@ class SQLStore(Store):
         if self._appendable and b"" in found.values():
             for k in [k for k, v in found.items() if not v]:
                 found[k] = self._get_appended(k)    # in get_many's read transaction
+        return self._ordered(found, keys)
+
+    def _ordered(self, found: dict[str, Any], keys: Sequence[str]) -> list[bytes | None]:
+        """The values of ``keys`` in order from the rows ``found`` (None: absent)."""
         get = found.get
         out = [get(k) for k in keys]
         if self._bytes_native and None not in out and _all_bytes(out):
