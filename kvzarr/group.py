@@ -163,6 +163,9 @@ class Group(Node):
                     if entry.endswith("/")]
             if not dirs:
                 return []
+            if len(names) == 1:      # a v3 group: one document per child
+                suffix = "/" + names[0]
+                return list(zip(dirs, zip(fetch([prefix + d + suffix for d in dirs]))))
             got = fetch([f"{prefix}{d}/{n}" for d in dirs for n in names])
             k = len(names)
             return [(d, got[i * k:(i + 1) * k]) for i, d in enumerate(dirs)]
@@ -191,7 +194,11 @@ class Group(Node):
         if found is not None:
             view, rel = found
             return list(view.child_names(rel))
-        names = tuple(k.rpartition("/")[2] for k in node_keys("", self.metadata.zarr_format))
+        fmt = self.metadata.zarr_format
+        if fmt == 3:
+            return [d for d, (ok,) in self._child_dirs(self.store.exists_many, (ZARR_JSON,))
+                    if ok]
+        names = tuple(k.rpartition("/")[2] for k in node_keys("", fmt))
         return [d for d, ok in self._child_dirs(self.store.exists_many, names) if any(ok)]
 
     def members(self, max_depth: int | None = 0) -> Iterator[tuple[str, "Array | Group"]]:
