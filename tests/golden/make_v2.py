@@ -3,8 +3,8 @@
 This script needs zarr-python 2.18 (``zarr>=2.18,<3``), which kvzarr's own environment
 does not have (kvzarr tests against zarr-python 3). Run it from a separate environment:
 
-    python3 -m venv /tmp/zarr2 && /tmp/zarr2/bin/pip install "zarr>=2.18,<3" lmdb msgpack
-    /tmp/zarr2/bin/python tests/golden/make_v2.py
+    python3 -m venv .venv-zarr2 && .venv-zarr2/bin/pip install "zarr>=2.18,<3" lmdb msgpack
+    .venv-zarr2/bin/python tests/golden/make_v2.py
 
 and then, with kvzarr's test environment (zarr-python 3), ``make_v2_zarr3.py`` for the
 one hierarchy that zarr-python 3 writes. Both rewrite only their own store files, their
