@@ -202,22 +202,25 @@ def read_view(data: bytes | None, path: str) -> ConsolidatedView | None:
     return hit
 
 
-def view_or_warn(data: bytes | None, path: str, required: bool) -> ConsolidatedView | None:
-    """:func:`read_view` for a reader: an invalid member is warned about and None is
-    returned (the reader falls back to the store), unless ``required`` (then it raises,
-    as does a missing member)."""
+def view_or_warn(data: bytes | None, path: str, required: bool,
+                 read: Any = read_view, document: str = MEMBER) -> ConsolidatedView | None:
+    """``read(data, path)`` (:func:`read_view`, or another form's reader such as
+    :func:`kvzarr.consolidated_v2.read_v2_view`, whose ``document`` the messages name) for
+    a reader: an invalid member is warned about and None is returned (the reader falls
+    back to the store), unless ``required`` (then it raises, as does a missing member)."""
+    where = "consolidated metadata" + ("" if document == MEMBER else f" ({document})")
     try:
-        view = read_view(data, path)
+        view = read(data, path)
     except MetadataError as e:
         if required:
             raise
-        warnings.warn(f"consolidated metadata of group {'/' + path!r} is not valid, "
-                      f"listing the store instead: {e}", InvalidConsolidatedMetadataWarning,
-                      stacklevel=3)
+        warnings.warn(f"{where} of group {'/' + path!r} is not valid, listing the store "
+                      f"instead: {e}", InvalidConsolidatedMetadataWarning, stacklevel=3)
         return None
     if view is None and required:
-        raise MetadataError("consolidated metadata was asked for but the group has none",
-                            path="/" + path, field=MEMBER,
+        raise MetadataError(f"consolidated metadata was asked for but the group has "
+                            f"{'none' if document == MEMBER else 'no ' + document}",
+                            path="/" + path, field=document,
                             hint="write it with kvzarr.consolidate_metadata")
     return view
 

@@ -19,7 +19,7 @@ nodes, and members other tools added to the document, are kept as they are.
 A v2 group lists its members from the ``.zmetadata`` at its own path when there is one
 and it is valid (:func:`read_v2_view`: every entry parses, every node's parent group is
 in it), as zarr-python's ``open_consolidated`` does; else from the store, with a
-warning when it is not valid (as for v3, :mod:`kvzarr.consolidated`).
+warning when it is not valid (:func:`kvzarr.consolidated.view_or_warn`, as for v3).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .consolidated import ConsolidatedView
-from .errors import InvalidConsolidatedMetadataWarning, MetadataError
+from .errors import MetadataError
 from .metadata.v2 import ZARRAY, ZATTRS, ZGROUP, ZMETADATA, parse_v2_array, parse_v2_group
 from .metadata.v3 import ArrayMetadata, GroupMetadata
 from .runtime.memo import BoundedMemo
@@ -164,28 +164,6 @@ def _parse_view(doc: dict[str, Any], path: str) -> ConsolidatedView:
     return ConsolidatedView(nodes, children)
 
 
-def v2_view_or_warn(data: bytes | None, path: str, required: bool
-                    ) -> ConsolidatedView | None:
-    """:func:`read_v2_view` for a reader: a view that is not valid is warned about and
-    None returned (the store is listed instead), unless ``required``; a missing one is
-    None, or MetadataError when ``required``."""
-    import warnings
-    try:
-        view = read_v2_view(data, path)
-    except MetadataError as e:
-        if required:
-            raise
-        warnings.warn(f"consolidated metadata (.zmetadata) of group {'/' + path!r} is not "
-                      f"valid, listing the store instead: {e}",
-                      InvalidConsolidatedMetadataWarning, stacklevel=3)
-        return None
-    if view is None and required:
-        raise MetadataError("consolidated metadata was asked for but the group has no "
-                            ".zmetadata", path="/" + path, field=ZMETADATA,
-                            hint="write it with kvzarr.consolidate_metadata")
-    return view
-
-
 # -- writing ------------------------------------------------------------------------------
 
 def consolidate_v2(store: Store, path: str) -> dict[str, Any]:
@@ -214,4 +192,4 @@ def consolidate_v2(store: Store, path: str) -> dict[str, Any]:
     return doc
 
 
-__all__ = ["consolidate_v2", "read_v2_view", "sync_v2_consolidated", "v2_view_or_warn"]
+__all__ = ["consolidate_v2", "read_v2_view", "sync_v2_consolidated"]

@@ -61,12 +61,15 @@ def _key(path: str, name: str) -> str:
     return f"{path}/{name}" if path else name
 
 
+#: per format, the names of every metadata document a node may have (its attributes
+#: included)
+DOCUMENTS = {3: (ZARR_JSON,), 2: (v2.ZARRAY, v2.ZGROUP, v2.ZATTRS), 1: (v1.META, v1.ATTRS)}
+
+
 def document_keys(path: str, zarr_format: int) -> list[str]:
     """The keys that may hold the documents of a node at ``path`` in ``zarr_format``,
     its attributes included."""
-    names = {3: (ZARR_JSON,), 2: (v2.ZARRAY, v2.ZGROUP, v2.ZATTRS),
-             1: (v1.META, v1.ATTRS)}[zarr_format]
-    return [_key(path, n) for n in names]
+    return [_key(path, n) for n in DOCUMENTS[zarr_format]]
 
 
 def node_keys(path: str, zarr_format: int | None = None) -> list[str]:
@@ -222,6 +225,6 @@ def rewrite_node(store: Store, path: str, metadata: Metadata,
     return fresh
 
 
-__all__ = ["FORMATS", "NODE_DOCUMENTS", "check_zarr_format", "document_keys",
+__all__ = ["DOCUMENTS", "FORMATS", "NODE_DOCUMENTS", "check_zarr_format", "document_keys",
            "documents_of", "node_exists", "node_keys", "parse_documents", "read_node",
            "require_node", "rewrite_node", "write_node", "write_node_documents"]

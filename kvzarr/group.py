@@ -36,12 +36,12 @@ import numpy as np
 
 from .array import Array
 from .consolidated import ConsolidatedView, sync_consolidated, view_or_warn
-from .consolidated_v2 import sync_v2_consolidated, v2_view_or_warn
+from .consolidated_v2 import read_v2_view, sync_v2_consolidated
 from .engine.config import ArrayConfig
 from .engine.config import array_config as _array_config
 from .errors import IncompatibleNodeError, NodeExistsError, NodeNotFoundError, NodeTypeError
-from .formats import (check_zarr_format, document_keys, node_exists, node_keys,
-                      parse_documents)
+from .formats import (DOCUMENTS, NODE_DOCUMENTS, check_zarr_format, node_exists,
+                      node_keys, parse_documents)
 from .hierarchy import new_array, new_group
 from .metadata.v2 import ZMETADATA
 from .metadata.v3 import ZARR_JSON, ArrayMetadata, GroupMetadata, parse_node_metadata
@@ -102,7 +102,8 @@ class Group(Node):
             return None
         if self.metadata.zarr_format == 2:
             where = f"{source}/{ZMETADATA}" if source else ZMETADATA
-            view = v2_view_or_warn(self.store.get(where), source, required)
+            view = view_or_warn(self.store.get(where), source, required,
+                                read=read_v2_view, document=ZMETADATA)
         else:
             view = view_or_warn(self.store.get(metadata_key(source)), source, required)
         if view is None:
@@ -179,7 +180,7 @@ class Group(Node):
             return [(d, parse_node_metadata(docs[0], prefix + d))
                     for d, docs in self._child_dirs(self.store.get_many, (ZARR_JSON,))
                     if docs[0] is not None]
-        names = tuple(k.rpartition("/")[2] for k in document_keys("", fmt))
+        names = DOCUMENTS[fmt]
         found = []
         for d, docs in self._child_dirs(self.store.get_many, names):
             node = parse_documents(dict(zip(names, docs)), prefix + d, fmt)
@@ -198,7 +199,7 @@ class Group(Node):
         if fmt == 3:
             return [d for d, (ok,) in self._child_dirs(self.store.exists_many, (ZARR_JSON,))
                     if ok]
-        names = tuple(k.rpartition("/")[2] for k in node_keys("", fmt))
+        names = NODE_DOCUMENTS[fmt]
         return [d for d, ok in self._child_dirs(self.store.exists_many, names) if any(ok)]
 
     def members(self, max_depth: int | None = 0) -> Iterator[tuple[str, "Array | Group"]]:

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import KvzarrError, NodeNotFoundError
-from .formats import document_keys, parse_documents
+from .formats import DOCUMENTS, document_keys, parse_documents
 from .metadata import v1, v2
 from .metadata.v3 import ZARR_JSON, ArrayMetadata, GroupMetadata
 from .api import open_store
@@ -188,7 +188,7 @@ def _children(store: Store, groups: list[tuple[str, GroupMetadata]]
               ) -> list[tuple[str, ArrayMetadata | GroupMetadata]]:
     """The v2 members of the v2 ``groups``, one listing per group and one batch read
     of all their documents."""
-    names = (v2.ZARRAY, v2.ZGROUP, v2.ZATTRS)
+    names = DOCUMENTS[2]
     paths = []
     for p, _ in groups:
         prefix = f"{p}/" if p else ""

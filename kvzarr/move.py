@@ -24,7 +24,7 @@ is not isolated from other writers of the subtree on such a store.
 from __future__ import annotations
 
 from .errors import MetadataError, NodeExistsError, NodeNotFoundError
-from .formats import NODE_DOCUMENTS, document_keys, node_keys
+from .formats import DOCUMENTS, NODE_DOCUMENTS, node_keys
 from .hierarchy import prepare_node_path, sync_any_consolidated
 from .stores.base import Store
 
@@ -45,7 +45,7 @@ def move_node(store: Store, source: str, dest: str, zarr_format: int = 3) -> Non
                             path="/" + (source or dest))
     if dest == source or dest.startswith(source + "/"):
         raise MetadataError(f"cannot move a node into itself ({dest!r})", path="/" + source)
-    documents = {k.rpartition("/")[2] for k in document_keys("x", zarr_format)}
+    documents = set(DOCUMENTS[zarr_format])
     nodes_named = set(NODE_DOCUMENTS[zarr_format])
     with store.transaction():
         if not any(store.exists_many(node_keys(source, zarr_format))):
