@@ -62,6 +62,8 @@ _P_BRANCH, _P_LEAF, _P_INVALID = 0x01, 0x02, (1 << 64) - 1
 _META_BYTES = _PAGE_HEADER + _TXNID + 8
 #: LMDB's page sizes: powers of two up to ``MAX_PAGESIZE`` (64 KiB)
 _PAGE_SIZES = tuple(1 << n for n in range(9, 17))
+#: reads of the pages before a file whose newest meta page keeps changing is let be
+_ATTEMPTS = 20
 
 
 def check_data_file(data_file: str, display: str) -> None:
@@ -81,27 +83,21 @@ def check_data_file(data_file: str, display: str) -> None:
         raise StoreError(f"cannot read the LMDB data file: {e.strerror or e}",
                          path=display) from e
     try:
-        size = os.fstat(fd).st_size
-        if size == 0:
+        if os.fstat(fd).st_size == 0:
             return
-        first = _meta(os.pread(fd, _META_BYTES, 0), 0, display)
-        psize = _U32.unpack_from(first, _PAGE_HEADER + _PSIZE)[0]
-        if psize not in _PAGE_SIZES:
-            raise StoreError(f"damaged LMDB data file: page size {psize} in its first meta "
-                             f"page is not one LMDB uses", path=display)
-        second = _meta(os.pread(fd, _META_BYTES, psize), 1, display)
-        newest = max((first, second), key=lambda page: _U64.unpack_from(
-            page, _PAGE_HEADER + _TXNID)[0])
-        last_pg = _U64.unpack_from(newest, _PAGE_HEADER + _LAST_PG)[0]
-        if size < max(2, last_pg + 1) * psize:
-            raise StoreError(
-                f"the LMDB data file is cut short: {size:,} bytes, but its last commit "
-                f"uses {last_pg + 1:,} pages of {psize} bytes ({(last_pg + 1) * psize:,} "
-                f"bytes); LMDB would crash reading the missing pages", path=display,
-                hint="restore the file from a complete copy")
-        for at in _ROOTS:
-            _check_root(fd, _U64.unpack_from(newest, _PAGE_HEADER + at)[0], last_pg, psize,
-                        display)
+        # Another process may commit while this reads: a commit can free the newest root
+        # and the one after it reuse the page, and a commit can grow the file after its
+        # size was read. So the size is read after the meta page (a file is never shorter
+        # than its newest meta page uses), and what was read counts only if no commit
+        # came between the first read of the meta pages and a second one (a root page is
+        # freed only by a later commit). A meta that never holds still has a live writer.
+        for _ in range(_ATTEMPTS):
+            txnid, newest, psize = _newest_meta(fd, display)
+            damage = _damage(fd, newest, psize, os.fstat(fd).st_size, display)
+            if _newest_meta(fd, display)[0] == txnid:
+                if damage is not None:
+                    raise damage
+                return
     except StoreError:
         raise
     except OSError as e:
@@ -111,20 +107,51 @@ def check_data_file(data_file: str, display: str) -> None:
         os.close(fd)
 
 
-def _check_root(fd: int, root: int, last_pg: int, psize: int, display: str) -> None:
-    """StoreError unless ``root`` (from the newest meta page) is no page or a branch or
-    leaf page that knows its own number: a root that names another kind of page (the
-    middle of a large value, a meta page) would have LMDB read data as page headers."""
+def _newest_meta(fd: int, display: str) -> tuple[int, bytes, int]:
+    """The id of the last commit, its meta page and the page size, read from ``fd``."""
+    first = _meta(os.pread(fd, _META_BYTES, 0), 0, display)
+    psize = _U32.unpack_from(first, _PAGE_HEADER + _PSIZE)[0]
+    if psize not in _PAGE_SIZES:
+        raise StoreError(f"damaged LMDB data file: page size {psize} in its first meta "
+                         f"page is not one LMDB uses", path=display)
+    second = _meta(os.pread(fd, _META_BYTES, psize), 1, display)
+    txnid, newest = max((_U64.unpack_from(page, _PAGE_HEADER + _TXNID)[0], page)
+                        for page in (first, second))
+    return txnid, newest, psize
+
+
+def _damage(fd: int, newest: bytes, psize: int, size: int,
+            display: str) -> StoreError | None:
+    """What is wrong with a file of ``size`` bytes whose newest meta page is ``newest``:
+    shorter than the pages that commit uses, or a root that is not a root page."""
+    last_pg = _U64.unpack_from(newest, _PAGE_HEADER + _LAST_PG)[0]
+    if size < max(2, last_pg + 1) * psize:
+        return StoreError(
+            f"the LMDB data file is cut short: {size:,} bytes, but its last commit uses "
+            f"{last_pg + 1:,} pages of {psize} bytes ({(last_pg + 1) * psize:,} bytes); "
+            f"LMDB would crash reading the missing pages", path=display,
+            hint="restore the file from a complete copy")
+    for at in _ROOTS:
+        root = _U64.unpack_from(newest, _PAGE_HEADER + at)[0]
+        if not _is_root(fd, root, last_pg, psize):
+            return StoreError(f"damaged LMDB data file: its newest meta page names page "
+                              f"{root} as the root of a database, which is not a root "
+                              f"page", path=display)
+    return None
+
+
+def _is_root(fd: int, root: int, last_pg: int, psize: int) -> bool:
+    """Whether ``root`` (from the newest meta page) is no page or a branch or leaf page
+    that knows its own number: a root that names another kind of page (the middle of a
+    large value, a meta page) would have LMDB read data as page headers."""
     if root == _P_INVALID:
-        return
+        return True
     head = os.pread(fd, _PAGE_HEADER, root * psize) if 2 <= root <= last_pg else b""
-    if len(head) == _PAGE_HEADER:
-        pgno = _U64.unpack_from(head, 0)[0]
-        kind = struct.unpack_from("=H", head, _FLAGS_AT)[0] & (_P_BRANCH | _P_LEAF | 0x0C)
-        if pgno == root and kind in (_P_BRANCH, _P_LEAF):
-            return
-    raise StoreError(f"damaged LMDB data file: its newest meta page names page {root} as "
-                     f"the root of a database, which is not a root page", path=display)
+    if len(head) != _PAGE_HEADER:
+        return False
+    pgno = _U64.unpack_from(head, 0)[0]
+    kind = struct.unpack_from("=H", head, _FLAGS_AT)[0] & (_P_BRANCH | _P_LEAF | 0x0C)
+    return pgno == root and kind in (_P_BRANCH, _P_LEAF)
 
 
 def _meta(page: bytes, number: int, display: str) -> bytes:
