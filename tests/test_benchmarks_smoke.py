@@ -316,3 +316,22 @@ def test_rounds_pool_the_repetitions_of_each_job():
     assert (read["median"], read["min"], read["max"]) == (12.0, 2.0, 31.0)
     assert [m["name"] for m in pooled["metrics"]] == ["read", "gone", "new"]
     assert pooled["seconds"] == 3.0
+
+
+def test_scaling_runs_every_store_and_judges_flatness(tmp_path):
+    out = tmp_path / "results"
+    cmd = [sys.executable, str(REPO / "benchmarks" / "scaling.py"), "--chunks", "200,400",
+           "--children", "3,6", "--slab", "200", "--points", "20", "--passes", "1",
+           "--workdir", str(tmp_path / "data"), "--out", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = json.loads((out / "scaling.json").read_text())
+    assert sorted(run["stores"]) == ["directory", "lmdb", "sqlite"]
+    for parts in run["stores"].values():
+        assert [r["items"] for r in parts["w2"]] == [200, 400]
+        assert [r["items"] for r in parts["w4"]] == [3, 6]
+        for row in parts["w2"]:
+            assert row["write us/chunk"] > 0 and row["stored / payload"] >= 1
+    text = (out / "scaling.md").read_text()
+    assert "| lmdb | list us/child |" in text and "flat" in text
+    assert list((tmp_path / "data").iterdir()) == []      # every store removed after use
