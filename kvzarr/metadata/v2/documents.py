@@ -145,10 +145,16 @@ def parse_v2_array(zarray: bytes | str | dict[str, Any],
     """The metadata of the v2 array whose ``.zarray`` and ``.zattrs`` (None: absent)
     documents are given; ``path`` (the array's path) names the documents in errors."""
     where = _where(path, ZARRAY)
-    doc, indent = _load(zarray, where)
     try:
-        metadata = _parse_array(doc, _attributes(zattrs, _where(path, ZATTRS)),
-                                zattrs is not None, indent)
+        parts = _ARRAYS.get(zarray) if isinstance(zarray, bytes) else None
+        if parts is None:
+            doc, indent = _load(zarray, where)
+            parts = _array_parts(doc, indent)
+            if isinstance(zarray, bytes) and len(zarray) <= _MEMO_KEY_MAX:
+                _ARRAYS.keep(zarray, parts)
+        shape, grid, grid_name, separator, dtype, codecs, doc, indent = parts
+        fill = fill_from_v2(dtype, doc["fill_value"])
+        attributes = _attributes(zattrs, _where(path, ZATTRS))
     except MetadataError as e:
         if e.path is None:
             e.path = where
@@ -158,11 +164,18 @@ def parse_v2_array(zarray: bytes | str | dict[str, Any],
         raise
     except RecursionError:
         raise MetadataError(f"{where} is nested too deeply", path=where) from None
-    return metadata
+    legacy = V2ArrayLegacy(zarray=doc, dtype=dtype, has_zattrs=zattrs is not None,
+                           indent=indent)
+    return ArrayMetadata(
+        shape=shape, data_type=dtype.data_type, chunk_grid=grid, chunk_grid_name=grid_name,
+        chunk_key_encoding=ChunkKeyEncoding("v2", separator), fill_value=fill,
+        codecs=codecs, attributes=attributes, zarr_format=2, legacy=legacy)
 
 
-def _parse_array(doc: dict[str, Any], attributes: dict[str, Any], has_zattrs: bool,
-                 indent: int | None) -> ArrayMetadata:
+def _array_parts(doc: dict[str, Any], indent: int | None) -> tuple[Any, ...]:
+    """Everything of an array's metadata that its ``.zarray`` alone says, checked:
+    ``(shape, grid, grid name, separator, V2DType, codecs, the document, indent)``. The
+    document is kept as read, for writing back; nothing changes it (writers copy it)."""
     for member in _REQUIRED:
         if member not in doc:
             raise MetadataError("required member is missing", field=member)
@@ -197,13 +210,14 @@ def _parse_array(doc: dict[str, Any], attributes: dict[str, Any], has_zattrs: bo
     dtype, codecs = _memoized(doc["dtype"], order, filters, compressor, chunks,
                               lambda data_type: check_geometry(shape, grid, data_type))
     check_geometry(shape, grid, dtype.data_type)
-    fill = fill_from_v2(dtype, doc["fill_value"])
-    legacy = V2ArrayLegacy(zarray=dict(doc), dtype=dtype, has_zattrs=has_zattrs,
-                           indent=indent)
-    return ArrayMetadata(
-        shape=shape, data_type=dtype.data_type, chunk_grid=grid, chunk_grid_name=grid_name,
-        chunk_key_encoding=ChunkKeyEncoding("v2", separator), fill_value=fill,
-        codecs=codecs, attributes=attributes, zarr_format=2, legacy=legacy)
+    fill_from_v2(dtype, doc["fill_value"])      # a bad fill is refused before it is kept
+    return shape, grid, grid_name, separator, dtype, codecs, dict(doc), indent
+
+
+#: ``.zarray`` bytes -> :func:`_array_parts`: the arrays of a hierarchy often share one
+#: document byte for byte (their attributes live in ``.zattrs``), so opening the next one
+#: parses only its attributes, as a v3 open memoizes the members of ``zarr.json``
+_ARRAYS = BoundedMemo(1024)
 
 
 #: (dtype, order, filters, compressor, chunks) -> (V2DType, codecs): immutable, so arrays
