@@ -266,14 +266,27 @@ def parse_v2_group(zgroup: bytes | str | dict[str, Any],
 # -- writing ---------------------------------------------------------------------------------
 
 def _dumps(doc: Any, indent: int | None, what: str, sort_keys: bool = False) -> bytes:
+    # json indents in pure Python only (~0.1 ms a document); arrays of one kind share
+    # their .zarray byte for byte, so it is written once per kind (the repr, made in C,
+    # tells documents apart as JSON does: True from 1, 1.0 from 1, member order)
+    key = (repr(doc), indent, sort_keys) if what == ZARRAY else None
+    if key is not None and (hit := _DUMPED.get(key)) is not None:
+        return hit
     try:
-        return json.dumps(doc, indent=indent, allow_nan=True,
+        text = json.dumps(doc, indent=indent, allow_nan=True,
                           sort_keys=sort_keys).encode("ascii")
     except (TypeError, ValueError) as e:
         raise MetadataError(f"{what} is not JSON-serializable: {e}", field=what) from None
     except RecursionError:
         raise MetadataError(f"{what} is nested too deeply to be written as JSON",
                             field=what) from None
+    if key is not None and len(key[0]) <= _MEMO_KEY_MAX:
+        _DUMPED.keep(key, text)
+    return text
+
+
+#: (repr of a .zarray document, indent, sort_keys) -> its JSON bytes
+_DUMPED = BoundedMemo(256)
 
 
 def _zattrs(attributes: dict[str, Any], has_zattrs: bool, indent: int | None,
