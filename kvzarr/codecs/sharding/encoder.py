@@ -29,15 +29,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ...runtime.workers import map_items, worth_threads
 from ..base import ChunkArraySpec
-
-if TYPE_CHECKING:
-    from ..sharding_indexed import ShardingCodec
 
 #: raw bytes of inner chunks one task encodes: big enough that handing a task to a
 #: thread (tens of microseconds) is lost in its work, small enough that no core waits
@@ -51,7 +48,7 @@ class _Shard:
 
     __slots__ = ("number", "layout", "blocks", "inner_spec", "encoded", "left", "data")
 
-    def __init__(self, number: int, codec: "ShardingCodec", chunk: np.ndarray,
+    def __init__(self, number: int, codec: Any, chunk: np.ndarray,
                  spec: ChunkArraySpec) -> None:
         self.number = number
         self.layout = codec._layout(spec.shape)
@@ -63,12 +60,13 @@ class _Shard:
         self.data: bytes | None = None
 
 
-def encode_shards(codec: "ShardingCodec", chunks: Sequence[np.ndarray],
+def encode_shards(codec: Any, chunks: Sequence[np.ndarray],
                   specs: Sequence[ChunkArraySpec],
                   done: Callable[[int, bytes | None], Any] | None = None,
                   parallel: bool | None = None) -> list[bytes | None]:
-    """The encoded bytes of each shard ``chunks[i]`` (of ``specs[i].shape``), None for a
-    shard with no inner chunk to store. ``parallel``: None decides by size (the pool's
+    """The encoded bytes of each shard ``chunks[i]`` (of ``specs[i].shape``) by ``codec``
+    (the ShardingCodec: its layouts, inner encoding and assembly; not imported here, it
+    imports this module), None for a shard with no inner chunk to store. ``parallel``: None decides by size (the pool's
     :func:`~kvzarr.runtime.workers.worth_threads`), True or False forces it."""
     shards = [_Shard(n, codec, np.asarray(c), s) for n, (c, s) in enumerate(zip(chunks, specs))]
     tasks: list[tuple[_Shard, list[int]]] = []
