@@ -2,7 +2,8 @@
 https://zarr-specs.readthedocs.io/en/latest/v3/codecs/sharding-indexed/index.html).
 
 The inner chunks of every shard of a batch become ONE list of small tasks, about
-:data:`TASK_BYTES` of raw inner chunks each, for the one worker pool
+:data:`TASK_BYTES` of raw inner chunks each (less in a small batch, so that every worker
+gets a few), for the one worker pool
 (:mod:`kvzarr.runtime.workers`). The compressors release the GIL, so every core stays
 busy whatever the number of shards: when each shard was one task, 3 shards on 2 cores
 kept one core idle a third of the time, and the last long task of a batch kept the other
@@ -33,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ...runtime.workers import map_items, worth_threads
+from ...runtime.workers import WORKERS, map_items, worth_threads
 from ..base import ChunkArraySpec
 
 #: raw bytes of inner chunks one task encodes: big enough that handing a task to a
@@ -70,12 +71,14 @@ def encode_shards(codec: Any, chunks: Sequence[np.ndarray],
     :func:`~kvzarr.runtime.workers.worth_threads`), True or False forces it."""
     shards = [_Shard(n, codec, np.asarray(c), s) for n, (c, s) in enumerate(zip(chunks, specs))]
     tasks: list[tuple[_Shard, list[int]]] = []
-    total_bytes = 0
+    total_bytes = sum(s.layout.nchunks * codec._inner_nbytes(spec)
+                      for s, spec in zip(shards, specs))
+    # at least a few tasks per worker where there are inner chunks enough, so that a
+    # single small shard still spreads over every core
+    few = -(-sum(s.layout.nchunks for s in shards) // (4 * WORKERS))
     for shard, spec in zip(shards, specs):
         order = shard.layout.write_order.tolist()
-        inner_bytes = codec._inner_nbytes(spec)
-        total_bytes += len(order) * inner_bytes
-        per_task = max(1, TASK_BYTES // inner_bytes)
+        per_task = max(1, min(TASK_BYTES // codec._inner_nbytes(spec), few))
         for start in range(0, len(order), per_task):
             tasks.append((shard, order[start:start + per_task]))
             shard.left += 1
