@@ -222,6 +222,38 @@ def test_append_bars_hold_each_append_variant_against_its_plain_store():
                    "(1/10 of its bytes)") == "FAIL"                       # only 7.5x
 
 
+def test_sharded_write_bars_hold_against_tensorstore_and_the_raw_limit():
+    names = ["kvzarr-fs", "kvzarr-lmdb", "kvzarr-memory", "ts-file", "raw-files",
+             "raw-lmdb", "raw-memory"]
+    sharded = "sharded: write all"
+    bound = {"limit_metric": "unsharded: write all"}  # raw engines have no shards
+    run = _run([
+        _w("kvzarr-fs", "W3", _metric(sharded, 130.0, **bound)),
+        _w("kvzarr-lmdb", "W3", _metric(sharded, 80.0, **bound)),
+        _w("kvzarr-memory", "W3", _metric(sharded, 95.0, **bound)),
+        _w("ts-file", "W3", _metric(sharded, 120.0)),
+        _w("raw-files", "W3", _metric("unsharded: write all", 140.0)),
+        _w("raw-lmdb", "W3", _metric("unsharded: write all", 85.0)),
+        _w("raw-memory", "W3", _metric("unsharded: write all", 100.0)),
+    ])
+    run["systems"] = {n: {k: v for k, v in vars(SYSTEMS[n]).items() if k != "kwargs"}
+                      for n in names}
+    run["workloads"]["W3"] = {"title": "W3 sharding", "params": {}}
+    rows = {line.split(" | ")[0].lstrip("| "): line
+            for line in report.render(run).splitlines() if line.startswith("| W3")}
+
+    def verdict(label):
+        return rows[label].rstrip(" |").rsplit("| ", 1)[1]
+
+    assert verdict(f"W3 {sharded}: kvzarr-fs ≥ ts-file") == "pass"
+    assert verdict(f"W3 {sharded}: kvzarr-lmdb ≥ ts-file") == "FAIL"
+    assert verdict(f"W3 {sharded}: kvzarr-fs ≥ 0.9× its raw limit raw-files") == "pass"
+    assert verdict(f"W3 {sharded}: kvzarr-lmdb ≥ 0.9× its raw limit raw-lmdb") == "pass"
+    memory = f"W3 {sharded}: kvzarr-memory ≥ 0.9× its raw limit raw-memory"
+    assert "95.0 vs raw-memory 100 = 0.95×" in rows[memory] and verdict(memory) == "pass"
+    assert not any("kvzarr-memory ≥ ts-file" in label for label in rows)
+
+
 def test_chart_is_drawn(tmp_path):
     pytest.importorskip("matplotlib")
     from benchmarks.chart import draw

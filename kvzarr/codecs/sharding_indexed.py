@@ -29,7 +29,8 @@ Promises:
   with one ``get_ranges`` call (one ``get`` when every inner chunk is needed).
   ``encode_partial`` decodes only the inner chunks the selection partly covers and copies
   untouched inner chunks' encoded bytes verbatim.
-* Many inner chunks are encoded and decoded in the shared worker pool.
+* Many inner chunks are encoded and decoded in the shared worker pool; :meth:`encode_many`
+  encodes many whole shards with all their inner chunks in one batch of pool tasks.
 * Under an append policy (``source.append_policy``, from the AppendShards storage
   transformer), a partial write appends the inner chunks it changes and a new index
   (:class:`AppendUpdate`, the specification's append-only strategy; :mod:`.sharding.append`)
@@ -42,7 +43,7 @@ Promises:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -56,6 +57,7 @@ from .base import (AppendUpdate, ArrayBytesCodec, ByteSource, ChunkArraySpec, Co
 from .pipeline import CodecPipeline
 from .registry import codecs_from_json, register_codec
 from .sharding.append import COMPACTION, append_refusal, appended_index, garbage
+from .sharding.encoder import encode_shards
 from .sharding.layout import MISSING, ShardIndex, ShardLayout, index_data_type, make_layout
 from ..runtime.workers import map_items, worth_threads
 
@@ -321,21 +323,22 @@ class ShardingCodec(ArrayBytesCodec):
     # -- whole shards --------------------------------------------------------------------
 
     def encode(self, chunk: np.ndarray, spec: ChunkArraySpec) -> bytes | None:
-        layout = self._layout(spec.shape)
-        chunk = np.asarray(chunk)
-        if chunk.shape != spec.shape:
-            raise CodecError(f"sharding codec got a chunk of shape {chunk.shape}, expected "
-                             f"{spec.shape}")
-        inner_spec = self._inner_spec(spec)
-        blocks = layout.blocks(chunk)
-        order = layout.write_order
+        return self.encode_many([chunk], [spec])[0]
 
-        def work(i: int) -> bytes | None:
-            return self._encode_inner(blocks[i], inner_spec)
-
-        parallel = worth_threads(layout.nchunks, layout.nchunks * self._inner_nbytes(spec))
-        encoded = map_items(work, order.tolist(), parallel)
-        return self._assemble(layout, zip(order.tolist(), encoded))
+    def encode_many(self, chunks: Sequence[np.ndarray], specs: Sequence[ChunkArraySpec],
+                    done: Callable[[int, bytes | None], Any] | None = None,
+                    parallel: bool | None = None) -> list[bytes | None]:
+        """Each whole shard ``chunks[i]`` of ``specs[i]`` encoded, as :meth:`encode` would
+        one by one, with the inner chunks of all of them spread over the worker pool
+        (:mod:`.sharding.encoder`); ``done(i, data)`` is called with each shard as soon as
+        it is assembled, from the thread that finished it."""
+        for chunk, spec in zip(chunks, specs):
+            self._layout(spec.shape)        # validates the shard shape first
+            shape = np.shape(chunk)
+            if shape != spec.shape:
+                raise CodecError(f"sharding codec got a chunk of shape {shape}, expected "
+                                 f"{spec.shape}")
+        return encode_shards(self, chunks, specs, done, parallel)
 
     def decode(self, data: bytes, spec: ChunkArraySpec) -> np.ndarray:
         layout = self._layout(spec.shape)

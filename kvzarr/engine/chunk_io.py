@@ -11,7 +11,8 @@ instead, batch by batch); a chunk that ends up
 equal to the fill value is erased instead of stored (unless ``write_empty_chunks``).
 Whole chunks are encoded before the write transaction begins; on a plain-bytes regular
 array, those a slice selection covers are laid out in one strided copy
-(:mod:`kvzarr.engine.plain_chunks`).
+(:mod:`kvzarr.engine.plain_chunks`); whole shards go to the sharding codec's
+``encode_many`` together, so their inner chunks share the worker pool as one batch.
 
 Partial shard writes follow the store's append policy (``Store.append_policy()``, asked
 once per array): the codec decides, the engine carries out what it returns (set, erase,
@@ -85,6 +86,11 @@ class ChunkIO:
         self.plain_dtype = (pipeline.array_bytes.stored_dtype(metadata.data_type)
                             if self._plain else None)
         self._fill_encoded: bytes | None = None
+        #: the codec's encoder of many whole shards at once (a sharding codec with nothing
+        #: around it), else None: whole shards are then encoded inner chunk by inner
+        #: chunk on the pool instead of shard by shard
+        self._encode_shards = (getattr(pipeline.array_bytes, "encode_many", None)
+                               if pipeline.supports_partial else None)
         #: how partial shard writes update a shard (None: rewrite it)
         self.append_policy = store.append_policy() if pipeline.supports_partial else None
         caps = store.capabilities
@@ -327,7 +333,30 @@ class ChunkIO:
 
         if self._plain and self._regular_spec is not None:
             return self._encode_plain(ahead, values, work), rest
+        if self._encode_shards is not None:
+            return self._encode_whole_shards(ahead, values), rest
         return workers.map_grouped(work, ahead, parallel=self._parallel(total)), rest
+
+    def _encode_whole_shards(self, shards: list[ChunkProjection], values: np.ndarray,
+                             store_each: bool = False, parallel: bool | None = None
+                             ) -> list[tuple[str, bytes | None]]:
+        """Whole shards encoded in one batch of inner chunks on the pool (the codec's
+        ``encode_many``); (key, bytes or None to erase) pairs. ``store_each``: each shard
+        is stored (or erased) by the thread that finished it, as soon as it is ready,
+        and nothing is returned."""
+        specs = [self.spec(p.chunk_coords) for p in shards]
+        keys = [self.key(p.chunk_coords) for p in shards]
+        chunks = [self._merged_chunk(p, s, k, None, values)
+                  for p, s, k in zip(shards, specs, keys)]
+        done = None
+        if store_each:
+            def done(i: int, data: bytes | None) -> None:
+                if data is None:
+                    self.store.erase(keys[i])
+                else:
+                    self.store.set(keys[i], data)
+        encoded = self._encode_shards(chunks, specs, done, parallel)
+        return [] if store_each else list(zip(keys, encoded))
 
     def _encode_plain(self, ahead: list[ChunkProjection], values: np.ndarray,
                       general: Callable[[ChunkProjection], tuple[str, bytes | None]]
@@ -415,6 +444,11 @@ class ChunkIO:
         # Without transactions each pool thread stores what it encodes: disk writes
         # overlap with encoding and no batch of encoded chunks is held in memory.
         direct = not self.store.capabilities.transactional
+        if self._encode_shards is not None and not need_old:
+            self._store_encoded(self._encode_whole_shards(
+                batch, values, store_each=direct,
+                parallel=True if direct and len(batch) > 1 else None))
+            return
 
         def work(p: ChunkProjection) -> tuple[str, bytes | None] | None:
             spec = self.spec(p.chunk_coords)
