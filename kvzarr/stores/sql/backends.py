@@ -51,6 +51,7 @@ from sqlalchemy.pool import QueuePool
 
 from ...errors import (ConflictError, KvzarrError, ReadOnlyError, StoreConfigError, StoreError,
                        StoreFullError, UnsupportedOperationError)
+from .checkpoint import AUTOCHECKPOINT_PAGES, LARGE_COMMIT_BYTES, BackgroundCheckpoints
 from .counter import PostgresCounter
 from .sqlite_file import check_database_file
 
@@ -132,9 +133,11 @@ class Txn:
     """The handle of an open transaction: a pooled connection and its cursor, what the
     change counter (counter.py) keeps per transaction (whether the store wrote in it, the
     token of its snapshot -- a write transaction: of the state it began from -- and the
-    token promised to its commit), and whether the store holds appended values (asked
-    once per transaction by the store; None until then)."""
-    __slots__ = ("conn", "cur", "write", "dirty", "counter", "promised", "segments")
+    token promised to its commit), whether the store holds appended values (asked
+    once per transaction by the store; None until then), and the bytes of the values
+    it stored in bulk (``written``: a large commit checkpoints in the background)."""
+    __slots__ = ("conn", "cur", "write", "dirty", "counter", "promised", "segments",
+                 "written")
 
     def __init__(self, conn: Any, cur: Any, write: bool, counter: Any = None) -> None:
         self.conn, self.cur, self.write = conn, cur, write
@@ -142,6 +145,7 @@ class Txn:
         self.counter = counter
         self.promised: Any = None
         self.segments: bool | None = None
+        self.written = 0
 
 
 class Backend:
@@ -304,7 +308,7 @@ class Backend:
         done, before the connection serves anyone else."""
         try:
             if self.commit_may_wait and txn.write:  # ending a read never waits
-                self._retry(lambda: txn.cur.execute("COMMIT"), None, "committing")
+                self._retry(lambda: self._commit_write(txn), None, "committing")
             else:
                 self._commit_statement(txn)
         except BaseException as e:
@@ -321,6 +325,10 @@ class Backend:
         self.release(txn.conn)
 
     def _commit_statement(self, txn: Txn) -> None:
+        txn.cur.execute("COMMIT")
+
+    def _commit_write(self, txn: Txn) -> None:
+        """COMMIT a write transaction where the commit may wait (and be retried)."""
         txn.cur.execute("COMMIT")
 
     def rollback(self, txn: Txn, error: BaseException | None = None) -> None:
@@ -449,6 +457,8 @@ class SQLiteBackend(Backend):
             conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
         self._busy_ms = max(0, int(busy_timeout * 1000))
+        #: the checkpoints that large commits leave to a thread (checkpoint.py)
+        self.checkpoints = BackgroundCheckpoints(self._checkpoint)
         super().__init__(engine, display, read_only=read_only, busy_timeout=busy_timeout,
                          retries=retries)
 
@@ -477,6 +487,36 @@ class SQLiteBackend(Backend):
                     delay = min(2 * delay, _POLL_MAX)
         finally:
             cur.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+
+    def _commit_write(self, txn: Txn) -> None:
+        """COMMIT; after a transaction of :data:`LARGE_COMMIT_BYTES` or more, without
+        the automatic checkpoint, which then runs on the store's thread (checkpoint.py):
+        the log is synced by the COMMIT either way."""
+        cur = txn.cur
+        if txn.written < LARGE_COMMIT_BYTES:
+            cur.execute("COMMIT")
+            return
+        cur.execute("PRAGMA wal_autocheckpoint = 0")
+        try:
+            cur.execute("COMMIT")
+        finally:   # before the connection serves anyone else, committed or not
+            cur.execute(f"PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}")
+        self.checkpoints.request()
+
+    def _checkpoint(self) -> None:
+        """One passive checkpoint (it never waits for readers or writers), on a
+        connection outside any transaction; a no-op for a rollback-journal file."""
+        conn = self.acquire()
+        try:
+            conn.cursor().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except BaseException as e:
+            self.discard(conn, e)
+            raise
+        self.release(conn)
+
+    def dispose(self) -> None:
+        self.checkpoints.wait()    # its connection comes back before all are closed
+        super().dispose()
 
     def prepare_new_file(self) -> None:
         """Settings of a new database, before its first table: the page size (fixed once

@@ -23,6 +23,9 @@ on ``table(k TEXT PRIMARY KEY, v BLOB)``. Promises, per process and across proce
   file) is refused on every read, ``getsize`` included, with :class:`StoreError` naming
   its key and type: kvzarr neither guesses its bytes nor returns what SQLite's
   ``length`` and ``substr`` count in characters.
+* SQLite in WAL mode: a write transaction that stored 8 MiB or more commits without
+  the automatic checkpoint and leaves it to a thread of the store (checkpoint.py): the
+  commit is as durable, the writer does not wait for the second copy of its pages.
 * Thread-safe: each thread's transaction has its own connection; connections are kept
   between operations, so a single operation is one statement.
 * ``change_counter()``: on SQLite in WAL mode the wal-index header, on PostgreSQL a
@@ -258,12 +261,14 @@ class SQLStore(Store):
             raise translate(e, key=key, path=self._backend.display) from e
 
     @contextmanager
-    def _writing(self, key: str | None = None) -> Iterator[Any]:
+    def _writing(self, key: str | None = None, nbytes: int = 0) -> Iterator[Any]:
         """A cursor inside a write transaction: the open one, or a new one committed when
-        the block ends."""
+        the block ends; ``nbytes``: the bytes of the values this block stores (counted
+        per transaction: a large one's commit leaves the checkpoint to a thread)."""
         txn = self._current_transaction()
         if txn is not None:
             txn.dirty = True
+            txn.written += nbytes
             try:
                 yield txn.cur
             except self._errors as e:
@@ -271,6 +276,7 @@ class SQLStore(Store):
             return
         txn = self._backend.begin(write=True)
         txn.dirty = True
+        txn.written = nbytes
         try:
             yield txn.cur
         except BaseException as e:
@@ -487,13 +493,13 @@ class SQLStore(Store):
         return found
 
     def _set(self, key: str, value: bytes) -> None:
-        with self._writing(key) as cur:
+        with self._writing(key, len(value)) as cur:
             cur.execute(self._q.upsert, (key, value))
             if self._has_segments(cur):
                 cur.execute(self._q.seg_delete, (key,))
 
     def _set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
-        with self._writing() as cur:
+        with self._writing(nbytes=sum([len(v) for _, v in items])) as cur:
             self._q.set_many(cur, items)
             if self._has_segments(cur):
                 self._q.delete_segments(cur, (k for k, _ in items))
