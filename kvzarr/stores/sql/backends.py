@@ -53,6 +53,7 @@ from ...errors import (ConflictError, KvzarrError, ReadOnlyError, StoreConfigErr
                        StoreFullError, UnsupportedOperationError)
 from .checkpoint import AUTOCHECKPOINT_PAGES, LARGE_COMMIT_BYTES, BackgroundCheckpoints
 from .counter import PostgresCounter
+from .journal import JOURNAL_MODES, switch_journal
 from .sqlite_file import check_database_file
 
 # SQLite primary result codes (https://sqlite.org/rescode.html)
@@ -70,12 +71,6 @@ _IDLE_MAX = 8
 SQLITE_PAGE_SIZE = 16384
 #: bytes of a SQLite file read through a memory map instead of read() calls
 SQLITE_MMAP_SIZE = 1 << 30
-#: the SQLite journal modes a store may be asked for (https://sqlite.org/pragma.html
-#: #pragma_journal_mode): WAL, the default (readers never wait for the writer; every page
-#: is written twice, to the log and by the checkpoint), and DELETE, the rollback journal
-#: (pages appended to the file are written once, so a bulk load runs ~2-3x faster, but a
-#: commit waits for readers to finish and blocks new ones while it writes)
-JOURNAL_MODES = ("WAL", "DELETE")
 #: first and longest sleep between attempts at the SQLite write lock, in seconds
 _POLL_FIRST, _POLL_MAX = 0.0002, 0.002
 #: connections inherited over fork(): kept referenced and never used or closed
@@ -500,7 +495,10 @@ class SQLiteBackend(Backend):
         try:
             cur.execute("COMMIT")
         finally:   # before the connection serves anyone else, committed or not
-            cur.execute(f"PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}")
+            try:
+                cur.execute(f"PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}")
+            except self.errors:
+                pass   # never an error after a commit that succeeded; close checkpoints
         self.checkpoints.request()
 
     def _checkpoint(self) -> None:
@@ -656,20 +654,11 @@ def open_backend(target: Any, *, read_only: bool, busy_timeout: float, retries: 
 
 
 def _switch_journal(path: str, mode: str, busy_timeout: float, display: str) -> None:
-    """Put the existing file at ``path`` in journal ``mode`` (persistent) on a connection
-    of its own, before the store opens any. SQLite leaves WAL only while no other
-    connection has the file open; it answers with the mode in force, so a mode that did
-    not change is a conflict with those connections."""
-    uri = f"file:{_quote_path(path)}?mode=rw"
-    now = None
+    """Put the existing file at ``path`` in journal ``mode`` (journal.py), before the
+    store opens any connection; a mode that did not change is a conflict with the other
+    connections that have the file open."""
     try:
-        db = sqlite3.connect(uri, uri=True, timeout=busy_timeout, isolation_level=None)
-        try:
-            now = db.execute("PRAGMA journal_mode").fetchone()[0].upper()
-            if now != mode:
-                now = db.execute(f"PRAGMA journal_mode = {mode}").fetchone()[0].upper()
-        finally:
-            db.close()
+        now = switch_journal(f"file:{_quote_path(path)}?mode=rw", mode, busy_timeout)
     except sqlite3.Error as e:
         err = translate(e, path=display, during=f"setting journal_mode = {mode}")
         if not isinstance(err, ConflictError):
