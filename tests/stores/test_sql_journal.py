@@ -141,3 +141,18 @@ def test_rollback_journal_killed_writer_leaves_all_old_or_all_new(
     assert generations == sorted(generations)
     assert len(set(generations)) > 5
     assert _mode(Path(delete_file.url)) == "delete"
+
+
+def test_a_reopened_store_joins_the_file_in_the_mode_it_has(tmp_path: Path) -> None:
+    import pickle
+    path = tmp_path / "shared.db"
+    with SQLStore(path, journal_mode="DELETE") as store:
+        store.set("k", b"v")
+        args, kwargs = store._reopen_args()
+        assert "journal_mode" not in kwargs     # never a switch while this one is open
+        again = pickle.loads(pickle.dumps(store))
+        assert again.get("k") == b"v"
+        again.set("k", b"w")
+        assert store.get("k") == b"w"
+        again.close()
+    assert _mode(path) == "delete"

@@ -109,11 +109,11 @@ class SQLStore(Store):
             raise
         self._backend.set_table(self.layout.table)
         #: what opens this store in another process (``_reopen_args``): a SQLite file by
-        #: its absolute path, a server by the URL as given (with its password, if any)
+        #: its absolute path, a server by the URL as given (with its password, if any);
+        #: never a journal mode (the file has it; switching needs the file to itself)
         self._reopen = ((getattr(self._backend, "path", None) or os.fspath(url_or_path),),
                         dict(read_only=read_only, busy_timeout=busy_timeout,
-                             retries=retries, table=table, synchronous=synchronous,
-                             journal_mode=journal_mode))
+                             retries=retries, table=table, synchronous=synchronous))
         self.max_key_bytes = self._backend.max_key_bytes
         #: kvzarr's own layout has the segments table; the legacy layouts get no appends
         self._appendable = self.layout.kind == KVZARR
