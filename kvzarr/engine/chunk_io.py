@@ -27,7 +27,6 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -47,7 +46,6 @@ from ..stores.base import Store
 from . import plain_chunks
 from .byte_source import StoreByteSource
 from .config import ArrayConfig
-from .encode_ahead import EncodeAhead, batches_of
 
 #: below this many encoded bytes in a batch, threads cost more than they save
 _POOL_MIN_BYTES = 512 * 1024
@@ -56,12 +54,6 @@ _WRITE_BATCH_BYTES = 64 * 1024 * 1024
 #: raw bytes of whole chunks encoded before a write transaction begins (the rest of a
 #: bigger write is encoded inside it, batch by batch)
 _AHEAD_BYTES = 256 * 1024 * 1024
-#: raw bytes of chunks per batch the pool encodes while the store writes
-#: the batch before: small enough that the store starts early and the last batch
-#: stored after the pool is done is short, big enough that a hand-off costs little
-_PIPELINE_BATCH_BYTES = 4 * 1024 * 1024
-#: batches encoded or waiting at once (the memory a pipelined write holds)
-_PIPELINE_WINDOW = 4 * workers.WORKERS
 #: reads and writes of at least this many chunks run with the garbage collector paused
 _GC_PAUSE_CHUNKS = 64
 #: times a partial shard write is computed when other writers keep appending first
@@ -266,37 +258,19 @@ class ChunkIO:
             return
         pointwise = isinstance(indexer, (CoordinateIndexer, MaskIndexer))
         ready: list[tuple[str, Any]] = []
-        ahead: EncodeAhead | None = None
         if transactional:
             # Whole chunks do not depend on what is stored: encode them before the write
             # transaction, so the store's writer lock is held for the puts and the commit
-            # only, and writers in other processes compress at the same time. Many chunks
-            # that need real encoding go through the pool batch by batch instead, the
-            # store writing each batch while the pool encodes the next ones.
+            # only, and writers in other processes compress at the same time.
             budget = _AHEAD_BYTES
             if boxes:
                 ready = self._encode_box(indexer, boxes.pop(0), values)
                 budget -= len(ready) * self._nbytes_plain()
-            ahead, projections = self._encode_pipelined(projections, values)
-            if ahead is None:
-                ready_more, projections = self._encode_ahead(projections, values, budget)
-                ready += ready_more
-        with ahead if ahead is not None else nullcontext():
-            if ahead is not None:
-                ahead.first()   # an encoding error in it comes before the write lock
-            self._write_in_transaction(indexer, boxes, ready, ahead, projections, values,
-                                       pointwise)
-
-    def _write_in_transaction(self, indexer: Indexer, boxes: list[list[range]],
-                              ready: list[tuple[str, Any]], ahead: EncodeAhead | None,
-                              projections: list[ChunkProjection], values: np.ndarray,
-                              pointwise: bool) -> None:
+            ready_more, projections = self._encode_ahead(projections, values, budget)
+            ready += ready_more
         partial = self.pipeline.supports_partial
         with self.store.transaction():
             self._store_encoded(ready)
-            if ahead is not None:
-                for items in ahead:
-                    self._store_encoded(items)
             for slab in boxes:
                 self._store_encoded(self._encode_box(indexer, slab, values))
             batch: list[ChunkProjection] = []
@@ -356,34 +330,6 @@ class ChunkIO:
         if self._plain and self._regular_spec is not None:
             return self._encode_plain(ahead, values, work), rest
         return workers.map_grouped(work, ahead, parallel=self._parallel(total)), rest
-
-    def _encode_pipelined(self, projections: list[ChunkProjection], values: np.ndarray
-                          ) -> tuple[EncodeAhead | None, list[ChunkProjection]]:
-        """The whole chunks among ``projections`` handed to the pool in batches of about
-        :data:`_PIPELINE_BATCH_BYTES` (see :mod:`.encode_ahead`), and the projections
-        left; (None, projections) where that does not pay: chunks that are their bytes
-        (a copy), too few bytes for the pool, or a caller on a pool worker. Shards are
-        left to the sharding codec, which spreads one shard's inner chunks over the
-        pool itself."""
-        if self._plain or self.pipeline.supports_partial or workers.in_worker():
-            return None, projections
-        whole = [p for p in projections if p.is_complete_chunk]
-        itemsize = self.dtype.itemsize
-        sizes = [math.prod(self.spec(p.chunk_coords).shape) * itemsize for p in whole]
-        if len(whole) < 2 or not self._parallel(sum(sizes)):
-            return None, projections
-        rest = [p for p in projections if not p.is_complete_chunk]
-
-        def encode(batch: list[ChunkProjection]) -> list[tuple[str, bytes | None]]:
-            out = []
-            for p in batch:
-                spec = self.spec(p.chunk_coords)
-                out.append((self.key(p.chunk_coords), self._encode_chunk(
-                    self._merged_chunk(p, spec, "", None, values), spec)))
-            return out
-
-        batches = batches_of(whole, sizes, _PIPELINE_BATCH_BYTES)
-        return EncodeAhead(encode, batches, _PIPELINE_WINDOW), rest
 
     def _encode_plain(self, ahead: list[ChunkProjection], values: np.ndarray,
                       general: Callable[[ChunkProjection], tuple[str, bytes | None]]
