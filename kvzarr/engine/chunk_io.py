@@ -11,9 +11,7 @@ instead, batch by batch); a chunk that ends up
 equal to the fill value is erased instead of stored (unless ``write_empty_chunks``).
 Whole chunks are encoded before the write transaction begins; on a plain-bytes regular
 array, those a slice selection covers are laid out in one strided copy
-(:mod:`kvzarr.engine.plain_chunks`). Many whole chunks of an unsharded array with real
-codecs are encoded on the worker pool batch by batch while the store writes the batches
-already encoded, inside the same transaction (:mod:`kvzarr.engine.encode_ahead`).
+(:mod:`kvzarr.engine.plain_chunks`).
 
 Partial shard writes follow the store's append policy (``Store.append_policy()``, asked
 once per array): the codec decides, the engine carries out what it returns (set, erase,
