@@ -191,6 +191,41 @@ def test_store_bars_compare_with_the_named_peers_and_raw_engines():
     assert not any("kvzarr-sql ≥ zarr2-sqlite" in label and "W1" in label for label in rows)
 
 
+def test_sqlite_write_bars_hold_the_engine_limit_the_bulk_option_and_the_memory_store():
+    names = ["kvzarr-sql", "kvzarr-sql-delete", "kvzarr-lmdb", "kvzarr-memory",
+             "zarr2-sqlite", "raw-sqlite"]
+    run = _run([
+        _w("kvzarr-sql", "W1", _metric("write all, uncompressed", 250.0),
+           _metric("write all, blosc-zstd", 300.0)),
+        _w("kvzarr-sql-delete", "W1", _metric("write all, uncompressed", 700.0)),
+        _w("zarr2-sqlite", "W1", _metric("write all, uncompressed", 300.0)),
+        _w("raw-sqlite", "W1", _metric("write all, uncompressed", 270.0)),
+        _w("kvzarr-lmdb", "W1", _metric("write all, blosc-zstd", 500.0)),
+        _w("kvzarr-memory", "W1", _metric("write all, blosc-zstd", 540.0)),
+        _w("kvzarr-sql", "W6", _metric("2 writers, disjoint chunks", 90.0)),
+        _w("raw-sqlite", "W6", _metric("2 writers, disjoint chunks", 110.0)),
+        _w("kvzarr-sql-delete", "W6", _metric("2 writers, disjoint chunks", 80.0)),
+        _w("zarr2-sqlite", "W6", _metric("2 writers, disjoint chunks", 85.0)),
+    ])
+    run["systems"] = {n: {k: v for k, v in vars(SYSTEMS[n]).items() if k != "kwargs"}
+                      for n in names}
+    text = report.render(run)
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()
+            if line.startswith("| W")}
+
+    def verdict(label):
+        return rows[label].rstrip(" |").rsplit("| ", 1)[1]
+
+    assert verdict("W1 write all, uncompressed: kvzarr-sql ≥ zarr2-sqlite") == "FAIL"
+    assert verdict("W1 write all, uncompressed: kvzarr-sql ≥ 0.9× raw-sqlite") == "pass"
+    assert verdict("W1 write all, uncompressed: kvzarr-sql-delete ≥ zarr2-sqlite") == "pass"
+    assert verdict("W6 2 writers, disjoint chunks: kvzarr-sql ≥ 0.9× raw-sqlite") == "FAIL"
+    # the bulk-loading option is held against the peer on bulk writes only
+    assert "W6 2 writers, disjoint chunks: kvzarr-sql-delete ≥ zarr2-sqlite" not in rows
+    assert verdict("W1 write all, blosc-zstd: kvzarr-lmdb ≥ 0.9× kvzarr-memory") == "pass"
+    assert verdict("W1 write all, blosc-zstd: kvzarr-sql ≥ 0.9× kvzarr-memory") == "FAIL"
+
+
 def test_append_bars_hold_each_append_variant_against_its_plain_store():
     names = ["kvzarr-fs", "kvzarr-fs-append", "kvzarr-sql", "kvzarr-sql-append"]
     run = _run([

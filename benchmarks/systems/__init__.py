@@ -62,6 +62,11 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
        "never fsynced, as zarr-python 2's LMDBStore", "-nosync", {"durability": "none"}),
     _k("sql", "kvzarr SQLStore, synchronous='NORMAL'", "raw-sqlite",
        "WAL synced at checkpoints only", "-normal", {"synchronous": "NORMAL"}),
+    # the documented bulk-loading option: the rollback journal writes new pages once
+    # (durable as the default; a commit and readers wait for each other)
+    _k("sql", "kvzarr SQLStore, journal_mode='DELETE'", "raw-sqlite",
+       "transactional, rollback journal, synchronous=FULL", "-delete",
+       {"journal_mode": "DELETE"}),
     _k("zip", "kvzarr ZipStore, fsync=False", "raw-files", "archive rewritten, no fsync",
        "-nofsync", {"fsync": False}),
     # the directory store without its key locks: what the locks cost (W2, W3, W6)

@@ -17,7 +17,10 @@ Promises:
   is retried ``retries`` times with exponential backoff before :class:`ConflictError` is
   raised. Every other statement waits through SQLite's own busy handler.
 * SQLite: a new database file gets 16 KiB pages (set before its first table; an existing
-  file keeps its page size) and WAL; every connection reads through a memory map.
+  file keeps its page size) and WAL, or the journal mode asked for; an existing file keeps
+  its journal mode unless one is asked for, which is set before any other connection of
+  the store opens (SQLite switches a file out of WAL only while no other connection has
+  it open: else :class:`ConflictError`). Every connection reads through a memory map.
 * PostgreSQL: a write transaction takes the transaction-level advisory lock of its store
   (``pg_advisory_xact_lock``) before anything else, so writers of one store run one at a
   time; waiting for it is bounded by ``lock_timeout`` = ``busy_timeout`` and retried like
@@ -48,7 +51,9 @@ from sqlalchemy.pool import QueuePool
 
 from ...errors import (ConflictError, KvzarrError, ReadOnlyError, StoreConfigError, StoreError,
                        StoreFullError, UnsupportedOperationError)
+from .checkpoint import AUTOCHECKPOINT_PAGES, LARGE_COMMIT_BYTES, BackgroundCheckpoints
 from .counter import PostgresCounter
+from .journal import JOURNAL_MODES, switch_journal
 from .sqlite_file import check_database_file
 
 # SQLite primary result codes (https://sqlite.org/rescode.html)
@@ -123,9 +128,11 @@ class Txn:
     """The handle of an open transaction: a pooled connection and its cursor, what the
     change counter (counter.py) keeps per transaction (whether the store wrote in it, the
     token of its snapshot -- a write transaction: of the state it began from -- and the
-    token promised to its commit), and whether the store holds appended values (asked
-    once per transaction by the store; None until then)."""
-    __slots__ = ("conn", "cur", "write", "dirty", "counter", "promised", "segments")
+    token promised to its commit), whether the store holds appended values (asked
+    once per transaction by the store; None until then), and the bytes of the values
+    it stored in bulk (``written``: a large commit checkpoints in the background)."""
+    __slots__ = ("conn", "cur", "write", "dirty", "counter", "promised", "segments",
+                 "written")
 
     def __init__(self, conn: Any, cur: Any, write: bool, counter: Any = None) -> None:
         self.conn, self.cur, self.write = conn, cur, write
@@ -133,6 +140,7 @@ class Txn:
         self.counter = counter
         self.promised: Any = None
         self.segments: bool | None = None
+        self.written = 0
 
 
 class Backend:
@@ -295,7 +303,7 @@ class Backend:
         done, before the connection serves anyone else."""
         try:
             if self.commit_may_wait and txn.write:  # ending a read never waits
-                self._retry(lambda: txn.cur.execute("COMMIT"), None, "committing")
+                self._retry(lambda: self._commit_write(txn), None, "committing")
             else:
                 self._commit_statement(txn)
         except BaseException as e:
@@ -312,6 +320,10 @@ class Backend:
         self.release(txn.conn)
 
     def _commit_statement(self, txn: Txn) -> None:
+        txn.cur.execute("COMMIT")
+
+    def _commit_write(self, txn: Txn) -> None:
+        """COMMIT a write transaction where the commit may wait (and be retried)."""
         txn.cur.execute("COMMIT")
 
     def rollback(self, txn: Txn, error: BaseException | None = None) -> None:
@@ -397,9 +409,14 @@ class SQLiteBackend(Backend):
     commit_may_wait = True
 
     def __init__(self, path: str, display: str, *, read_only: bool, busy_timeout: float,
-                 retries: int, synchronous: str) -> None:
+                 retries: int, synchronous: str, journal_mode: str | None = None) -> None:
         self.path = path
         check_database_file(path, display)      # a file cut short reads wrong, silently
+        #: the journal mode asked for (None: a new file's default, WAL; an existing one
+        #: keeps its own)
+        self.journal_mode = journal_mode
+        if journal_mode is not None and not read_only and os.path.exists(path):
+            _switch_journal(path, journal_mode, busy_timeout, display)
         # A read-only store still opens the file read-write when it may (query_only keeps
         # it from writing): only then can the last connection to close remove the -wal and
         # -shm files, leaving the dataset as the single file it is.
@@ -435,6 +452,8 @@ class SQLiteBackend(Backend):
             conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
         self._busy_ms = max(0, int(busy_timeout * 1000))
+        #: the checkpoints that large commits leave to a thread (checkpoint.py)
+        self.checkpoints = BackgroundCheckpoints(self._checkpoint)
         super().__init__(engine, display, read_only=read_only, busy_timeout=busy_timeout,
                          retries=retries)
 
@@ -464,14 +483,48 @@ class SQLiteBackend(Backend):
         finally:
             cur.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
 
+    def _commit_write(self, txn: Txn) -> None:
+        """COMMIT; after a transaction of :data:`LARGE_COMMIT_BYTES` or more, without
+        the automatic checkpoint, which then runs on the store's thread (checkpoint.py):
+        the log is synced by the COMMIT either way."""
+        cur = txn.cur
+        if txn.written < LARGE_COMMIT_BYTES:
+            cur.execute("COMMIT")
+            return
+        cur.execute("PRAGMA wal_autocheckpoint = 0")
+        try:
+            cur.execute("COMMIT")
+        finally:   # before the connection serves anyone else, committed or not
+            try:
+                cur.execute(f"PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}")
+            except self.errors:
+                pass   # never an error after a commit that succeeded; close checkpoints
+        self.checkpoints.request()
+
+    def _checkpoint(self) -> None:
+        """One passive checkpoint (it never waits for readers or writers), on a
+        connection outside any transaction; a no-op for a rollback-journal file."""
+        conn = self.acquire()
+        try:
+            conn.cursor().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except BaseException as e:
+            self.discard(conn, e)
+            raise
+        self.release(conn)
+
+    def dispose(self) -> None:
+        self.checkpoints.wait()    # its connection comes back before all are closed
+        super().dispose()
+
     def prepare_new_file(self) -> None:
         """Settings of a new database, before its first table: the page size (fixed once
-        the file has content) and write-ahead logging (persistent)."""
+        the file has content) and the journal mode, WAL unless another was asked for
+        (persistent)."""
         conn = self.connect()
         try:
             cur = conn.cursor()
             cur.execute(f"PRAGMA page_size = {SQLITE_PAGE_SIZE}")
-            cur.execute("PRAGMA journal_mode = WAL")
+            cur.execute(f"PRAGMA journal_mode = {self.journal_mode or 'WAL'}")
         except self.errors as e:
             raise translate(e, path=self.display, during="setting up the new file") from e
         finally:
@@ -542,11 +595,11 @@ def advisory_lock_id(table: str) -> int:
 
 
 def open_backend(target: Any, *, read_only: bool, busy_timeout: float, retries: int,
-                 synchronous: str = "FULL", for_migrations: bool = False,
-                 must_exist: bool = False) -> Backend:
+                 synchronous: str = "FULL", journal_mode: str | None = None,
+                 for_migrations: bool = False, must_exist: bool = False) -> Backend:
     """The backend for a path or SQLAlchemy URL. A SQLite file is created on first use
     when writable, unless ``must_exist`` (then a missing file is StoreError, and
-    nothing is created)."""
+    nothing is created). ``journal_mode`` (SQLite only): see :data:`JOURNAL_MODES`."""
     text = os.fspath(target)
     if busy_timeout < 0 or retries < 0:
         raise StoreConfigError("busy_timeout and retries must not be negative", path=text,
@@ -571,6 +624,14 @@ def open_backend(target: Any, *, read_only: bool, busy_timeout: float, retries: 
         if sync not in ("FULL", "NORMAL", "EXTRA"):
             raise StoreConfigError(f"synchronous must be FULL, NORMAL or EXTRA, not {synchronous!r}",
                              path=display, field="synchronous")
+        journal = None if journal_mode is None else str(journal_mode).upper()
+        if journal is not None and journal not in JOURNAL_MODES:
+            raise StoreConfigError(f"journal_mode must be one of {', '.join(JOURNAL_MODES)} "
+                                   f"(or None: the file's own), not {journal_mode!r}",
+                                   path=display, field="journal_mode")
+        if journal is not None and read_only:
+            raise StoreConfigError("journal_mode cannot be set on a read-only store",
+                                   path=display, field="journal_mode")
         if read_only and not os.path.exists(path):
             raise StoreError("no database file to open read-only", path=display)
         if must_exist and not os.path.exists(path):
@@ -581,12 +642,37 @@ def open_backend(target: Any, *, read_only: bool, busy_timeout: float, retries: 
             except OSError as e:
                 raise translate(e, path=display, during="creating the directory") from e
         return SQLiteBackend(path, display, read_only=read_only, busy_timeout=busy_timeout,
-                             retries=retries, synchronous=sync)
+                             retries=retries, synchronous=sync, journal_mode=journal)
+    if journal_mode is not None:
+        raise StoreConfigError("journal_mode is a setting of SQLite files only", path=display,
+                               field="journal_mode")
     if name == "postgresql":
         return PostgresBackend(url, display, read_only=read_only, busy_timeout=busy_timeout,
                                retries=retries, for_migrations=for_migrations)
     raise UnsupportedOperationError(
         f"the SQL store supports SQLite and PostgreSQL, not {name!r}", path=display)
+
+
+def _switch_journal(path: str, mode: str, busy_timeout: float, display: str) -> None:
+    """Put the existing file at ``path`` in journal ``mode`` (journal.py), before the
+    store opens any connection; a mode that did not change is a conflict with the other
+    connections that have the file open."""
+    try:
+        now = switch_journal(f"file:{_quote_path(path)}?mode=rw", mode, busy_timeout)
+    except sqlite3.Error as e:
+        err = translate(e, path=display, during=f"setting journal_mode = {mode}")
+        if not isinstance(err, ConflictError):
+            raise err from e
+        cause: BaseException | None = e
+    else:
+        if now == mode:
+            return
+        cause = None
+    raise ConflictError(f"the file's journal mode could not be changed to {mode}: SQLite "
+                        f"changes it only while no other connection has the file open",
+                        path=display, field="journal_mode",
+                        hint="close the other stores and processes using it, then retry"
+                        ) from cause
 
 
 def _default_pg_driver() -> str:
