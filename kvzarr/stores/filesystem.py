@@ -35,10 +35,10 @@ hash (:mod:`kvzarr.stores.keylocks`), in a directory beside the root.
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import shutil
 import stat
-import itertools
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -300,8 +300,10 @@ class FilesystemStore(Store):
         # open), a temporary name without a random-number syscall (see _temp_suffix), and
         # the key's directory made only when the first open finds it missing.
         path = self._file_name(key)
-        directory, _, name = path.rpartition("/")
-        tmp = f"{directory}/.{name}{TEMP_MARKER}{_temp_suffix()}"
+        # the last separator: keys use '/', the root's own may be os.sep (Windows)
+        cut = path.rfind("/") if os.sep == "/" else max(path.rfind("/"), path.rfind(os.sep))
+        directory = path[:cut]
+        tmp = f"{path[:cut + 1]}.{path[cut + 1:]}{TEMP_MARKER}{_temp_suffix()}"
         fsync = self.fsync
         for attempt in range(3):
             try:
