@@ -95,6 +95,15 @@ def check(res: Any) -> list[Bar]:
             b.against("kvzarr-fs", workload, metric, ["zarr3-local"], 1)
     for metric in ("write all", "read all"):
         b.against("kvzarr-fs", "W2", metric, ["zarr3-local"], 20)
+    # the directory store for many small chunks (issue 16 item 4), at equal durability:
+    # W2 writes at least TensorStore's file kvstore (kvzarr-fs, no fsync, against it
+    # without file_io_sync; kvzarr-fs-fsync against its syncing default), reads all at
+    # 0.9x one plain file per chunk, a group's children listed at least as fast as
+    # zarr-python 2's DirectoryStore
+    for ours, peer in (("kvzarr-fs", "ts-file-nosync"), ("kvzarr-fs-fsync", "ts-file")):
+        b.against(ours, "W2", "write all", [peer], 1)
+    b.against("kvzarr-fs", "W2", "read all", ["raw-files"], 0.9)
+    b.against("kvzarr-fs", "W4", "list a group's children", ["zarr2-directory"], 1)
     # zarr-python 3 through kvzarr.ZarrStore on LMDB and SQLite at least as fast as
     # zarr-python 3 on its own LocalStore: at kvzarr's default durability, and at the
     # nearest to LocalStore's (which never syncs), where those variants ran

@@ -69,6 +69,10 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
        {"journal_mode": "DELETE"}),
     _k("zip", "kvzarr ZipStore, fsync=False", "raw-files", "archive rewritten, no fsync",
        "-nofsync", {"fsync": False}),
+    # the directory store syncing each value and its directory, as TensorStore's file
+    # kvstore does by default (ts-file): the equal-durability pair of that peer
+    _k("fs", "kvzarr FilesystemStore, fsync=True", "raw-files",
+       "atomic per key, fsync per key (file and directory)", "-fsync", {"fsync": True}),
     # the directory store without its key locks: what the locks cost (W2, W3, W6)
     _k("fs", "kvzarr FilesystemStore, key_locks=False", "raw-files",
        "atomic per key, no fsync, no key lock", "-nolock", {"key_locks": False}),
@@ -168,6 +172,13 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
     SystemInfo("ts-file", "peer", "tensorstore_sys", "TensorStoreSystem", "peers3",
                "raw-files", "TensorStore zarr3 on file", "atomic per key, fsync per key",
                {"kvstore": "file"}),
+    # TensorStore's file kvstore with its per-file sync turned off (context resource
+    # file_io_sync=false): the equal-durability pair of kvzarr-fs (no fsync)
+    SystemInfo("ts-file-nosync", "peer", "tensorstore_sys", "TensorStoreSystem", "peers3",
+               "raw-files", "TensorStore zarr3 on file, file_io_sync=false",
+               "atomic per key, no fsync", {"kvstore": "file",
+                                            "context": {"file_io_sync": False}},
+               variant=True),
     SystemInfo("ts-ocdbt", "peer", "tensorstore_sys", "TensorStoreSystem", "peers3",
                "raw-files", "TensorStore zarr3 on OCDBT", "copy-on-write B-tree, fsync",
                {"kvstore": "ocdbt"}),
@@ -220,6 +231,10 @@ GROUPS = {
                      "kvzarr-lmdb-cache", "kvzarr-sql-cache", "kvzarr-pg", "kvzarr-pg-cache",
                      "raw-postgresql", "kvzarr-lmdb-checksum", "kvzarr-sql-checksum",
                      "kvzarr-fs-append", "kvzarr-sql-append"],
+    # the directory store's bars (issue 16 item 4) with both durabilities: kvzarr-fs
+    # against TensorStore without sync, kvzarr-fs-fsync against TensorStore's default
+    "dir": ["kvzarr-fs", "kvzarr-fs-fsync", "ts-file", "ts-file-nosync", "raw-files",
+            "zarr2-directory", "zarr3-local"],
     # zarr-python 3 through kvzarr.ZarrStore against zarr-python 3 on LocalStore
     "v2": ["kvzarr-lmdb-v2", "kvzarr-sql-v2", "kvzarr-lmdb", "kvzarr-sql", "zarr2-lmdb",
            "zarr2-sqlite"],

@@ -1,5 +1,7 @@
 """TensorStore's ``zarr3`` driver over the ``file``, ``ocdbt`` (on file) and ``zip``
-kvstores, with default context (no chunk cache, so repeated reads go to storage).
+kvstores, with default context (no chunk cache, so repeated reads go to storage; the
+file kvstore syncs each file it writes and its directory, ``file_io_sync``), or the
+context resources the system names (``ts-file-nosync``: ``file_io_sync=false``).
 
 TensorStore's zip kvstore is read-only: for read workloads its archive is built by
 writing the array through the file kvstore and storing that directory in a zip (members
@@ -54,7 +56,8 @@ class TensorStoreSystem(System):
         self.ts = ts
         self.kind = info.kwargs["kvstore"]
         self.suffix = ".zip" if self.kind == "zip" else ""
-        self.context = ts.Context()
+        #: context resources, e.g. {"file_io_sync": False} (the default syncs each file)
+        self.context = ts.Context(info.kwargs.get("context", {}))
         self.missing = {"groups": "TensorStore has no group or attribute API"}
         if self.kind == "zip":
             self.missing.update(

@@ -35,10 +35,10 @@ hash (:mod:`kvzarr.stores.keylocks`), in a directory beside the root.
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import shutil
 import stat
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -69,9 +69,35 @@ LOCK_DIR = ".kvzarr-locks"
 _MARKERS = ".kvzarr-"
 #: an append that finds its file replaced by a set this many times in a row gives up
 _APPEND_ATTEMPTS = 3
+#: a batch of at least this many files is read or written on the worker threads
+_PARALLEL_FILES = 4
 #: a read transaction keeps at most this many files open: the chunk engine finishes one
 #: shard's reads (index, then inner chunks) before it starts the next
 PINNED_FILES = 32
+
+
+class _TempNames:
+    """The 32 hex digits that make a temporary file's name unique: 16 random ones drawn
+    once per process (again in a forked child, which must not repeat its parent's
+    names), then a counter. Cheaper than a uuid4 per write (a random-number syscall and
+    an object), and as unique: names from other processes differ in the random half, and
+    ``O_EXCL`` refuses a clash anyway (the write then fails rather than sharing a file)."""
+
+    def __init__(self) -> None:
+        self.renew()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self.renew)
+
+    def renew(self) -> None:
+        self.prefix = os.urandom(8).hex()
+        self.counter = itertools.count()
+
+    def __call__(self) -> str:
+        # next() of an itertools.count is atomic under the GIL: threads get distinct numbers
+        return f"{self.prefix}{next(self.counter) & 0xFFFFFFFFFFFFFFFF:016x}"
+
+
+_temp_suffix = _TempNames()
 
 
 def _hidden(name: str) -> bool:
@@ -198,7 +224,20 @@ class FilesystemStore(Store):
         return fd, size
 
     def _get(self, key: str) -> bytes | None:
-        return self._read_value(key, lambda fd, size: _pread_exactly(fd, size, 0))
+        if self._current_transaction() is not None:
+            return self._read_value(key, _read_whole)
+        # Outside a transaction (the chunk engine's reads of many small chunks, one per
+        # pool thread): open, one fstat for the size and the link count, one read.
+        opened = self._open_value(key)
+        if opened is None:
+            return None
+        fd, size = opened
+        try:
+            return _pread_exactly(fd, size, 0)
+        except OSError as e:
+            raise _translate(e, key) from e
+        finally:
+            os.close(fd)
 
     def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
         request_span(request, 0)          # a bad request fails before the file is opened
@@ -257,35 +296,42 @@ class FilesystemStore(Store):
     # -- writing ---------------------------------------------------------------------------
 
     def _set(self, key: str, value: bytes) -> None:
-        path = self._path(key)
-        tmp = path.with_name(f".{path.name}{TEMP_MARKER}{uuid.uuid4().hex}")
+        # The hot path of many small chunks: plain strings (a Path costs more than the
+        # open), a temporary name without a random-number syscall (see _temp_suffix), and
+        # the key's directory made only when the first open finds it missing.
+        path = self._file_name(key)
+        # the last separator: keys use '/', the root's own may be os.sep (Windows)
+        cut = path.rfind("/") if os.sep == "/" else max(path.rfind("/"), path.rfind(os.sep))
+        directory = path[:cut]
+        tmp = f"{path[:cut + 1]}.{path[cut + 1:]}{TEMP_MARKER}{_temp_suffix()}"
+        fsync = self.fsync
         for attempt in range(3):
             try:
                 try:
-                    _write_file(tmp, value, self.fsync)
+                    _write_file(tmp, value, fsync)
                 except NotADirectoryError as e:
                     raise InvalidKeyError("a parent of the key is itself a key", key=key) from e
                 except FileNotFoundError:
                     # the key's directory is new (or a concurrent erase pruned it)
                     try:
-                        path.parent.mkdir(parents=True, exist_ok=True)
+                        os.makedirs(directory, exist_ok=True)
                     except (FileExistsError, NotADirectoryError) as e:
                         raise InvalidKeyError("a parent of the key is itself a key",
                                               key=key) from e
-                    _write_file(tmp, value, self.fsync)
+                    _write_file(tmp, value, fsync)
                 try:
-                    old = os.lstat(path)      # its link count: does a marker link it?
+                    old_links = os.lstat(path).st_nlink   # does a marker link the old file?
                 except FileNotFoundError:
-                    old = None
+                    old_links = 1
                 try:
                     os.replace(tmp, path)
                 except BaseException:
                     _unlink_quietly(tmp)
                     raise
-                if self.fsync:
-                    _fsync_directory(path.parent)  # makes the rename itself durable
-                if old is not None and old.st_nlink > 1:
-                    _drop_stale_markers(path)    # a killed append's marker of the old file
+                if fsync:
+                    _fsync_directory(directory)  # makes the rename itself durable
+                if old_links > 1:
+                    _drop_stale_markers(Path(path))  # a killed append's marker of the old file
                 return
             except FileNotFoundError:
                 # A concurrent erase pruned the directory between mkdir and open: retry.
@@ -383,11 +429,19 @@ class FilesystemStore(Store):
 
     def _get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         # File reads release the GIL: a batch goes through the worker threads so the
-        # disk and the page cache work in parallel.
-        return workers.map_items(self._get, keys, parallel=len(keys) >= 4)
+        # disk and the page cache work in parallel, in a few groups of keys (a task per
+        # key would cost more than reading a small file).
+        return workers.map_grouped(self._get, keys, parallel=len(keys) >= _PARALLEL_FILES)
 
     def _set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
-        workers.map_items(lambda kv: self._set(*kv), items, parallel=len(items) >= 4)
+        set_one = self._set
+        workers.map_grouped(lambda kv: set_one(*kv), items,
+                            parallel=len(items) >= _PARALLEL_FILES)
+
+    def _exists_many(self, keys: Sequence[str]) -> list[bool]:
+        # One stat per key, no file opened nor read (a group listing asks this of every
+        # child's zarr.json); a stat is cheaper than handing it to a thread.
+        return [self._exists(k) for k in keys]
 
     def _erase(self, key: str) -> None:
         path = self._path(key)
@@ -594,7 +648,7 @@ def _drop_stale_markers(path: Path) -> None:
                 _unlink_quietly(Path(entry.path))
 
 
-def _write_file(path: Path, value: bytes, fsync: bool) -> None:
+def _write_file(path: str, value: bytes, fsync: bool) -> None:
     """A new file holding ``value`` (raises FileNotFoundError when its directory is missing)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
@@ -613,6 +667,10 @@ def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
     while view:
         n = os.pwrite(fd, view, offset)
         view, offset = view[n:], offset + n
+
+
+def _read_whole(fd: int, size: int) -> bytes:
+    return _pread_exactly(fd, size, 0)
 
 
 def _pread_exactly(fd: int, size: int, offset: int) -> bytes:
@@ -639,7 +697,7 @@ def _tolerate_vanished(function: object, path: str, exc_info: tuple) -> None:
     raise _translate(error, path) from error
 
 
-def _fsync_directory(directory: Path) -> None:
+def _fsync_directory(directory: str | Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -647,9 +705,9 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def _unlink_quietly(path: Path) -> None:
+def _unlink_quietly(path: str | Path) -> None:
     try:
-        path.unlink()
+        os.unlink(path)
     except OSError:
         pass
 

@@ -146,3 +146,44 @@ def test_partial_write_keeps_per_key_atomicity(root: Path) -> None:
     store.set_partial_values([("v", 3, b"abc")])
     assert store.get("v") == b"012abc6789"
     assert os.stat(root / "v").st_ino != ino      # a new file renamed over the old one
+
+
+def test_exists_many_stats_files_without_reading_them(root: Path) -> None:
+    """A group's listing asks exists_many of every child's zarr.json: a stat each. A
+    sparse value of 1 TiB would not fit in memory if it were read."""
+    store = FilesystemStore(root)
+    store.set("g/a/zarr.json", b"{}")
+    store.set("g/b/c", b"1")
+    with open(root / "g" / "huge", "wb") as f:
+        f.truncate(1 << 40)
+    assert store.exists_many(["g/a/zarr.json", "g/huge", "g/b/zarr.json", "g/b", "nope"]) \
+        == [True, True, False, False, False]
+
+
+def test_temp_file_names_differ_across_threads_and_a_forked_child(root: Path) -> None:
+    """Temporary names come from a per-process random half and a counter, not a uuid4
+    per write: threads of one process and a forked child never draw the same name."""
+    from kvzarr.stores.filesystem import _temp_suffix
+    seen: list[str] = []
+    threads = [threading.Thread(target=lambda: seen.extend(_temp_suffix() for _ in range(2000)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(seen)) == len(seen) == 8000
+    assert all(len(s) == 32 and int(s, 16) >= 0 for s in seen)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                      # the child: its next name, then exit
+        os.write(write_end, _temp_suffix().encode())
+        os._exit(0)
+    os.close(write_end)
+    child = os.read(read_end, 64).decode()
+    os.close(read_end)
+    os.waitpid(pid, 0)
+    parent = _temp_suffix()
+    assert child[:16] != parent[:16]                  # a new random half in the child
+    store = FilesystemStore(root)
+    store.set_many([(f"k/{i}", b"v") for i in range(50)])
+    assert sorted(os.listdir(root / "k"), key=int) == [str(i) for i in range(50)]
