@@ -39,6 +39,7 @@ import threading
 import time
 import uuid
 import zipfile
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -53,9 +54,11 @@ from .keys import check_key, prefix_successor
 from .keylocks import flock_until
 from ..runtime.process import current_pid
 from .overlay import DELETED, merged_keys
-from .zipformat import (SIG_EOCD64, ZIP64_LIMIT, ArchiveFile, ArchiveWriter, Member,
-                        copy_member, dos_datetime, read_directory, write_directory,
-                        write_value)
+from .zipappend import CommitRecord, candidate_ends, datasync, read_record, write_record
+from .zipformat import (SIG_EOCD64, ZIP64_LIMIT, ArchiveFile, ArchiveWriter, BytesOut,
+                        Member, copy_member, dos_datetime, encode_value, footprint,
+                        parse_directory, read_directory, write_directory,
+                        write_local_header, write_value)
 
 #: Temporary archives are named ``.<archive name>.kvzarr-tmp-<hex>`` in the same directory.
 TEMP_MARKER = ".kvzarr-tmp-"
@@ -64,6 +67,10 @@ TEMP_MARKER = ".kvzarr-tmp-"
 # The ZIP64 threshold of the archives this module writes, looked up at each commit so
 # tests can lower it to exercise ZIP64 fields on small archives.
 _ZIP64_LIMIT = ZIP64_LIMIT
+#: Compaction: a commit rewrites the archive instead of appending when its dead bytes
+#: (replaced and erased members, old directories) would reach this many bytes AND more
+#: than half the file. Below it, rewriting costs more than the disk it frees.
+COMPACT_MIN_DEAD = 4 << 20
 # Tests reach the format code through this module.
 _read_directory, _SIG_EOCD64 = read_directory, SIG_EOCD64
 
@@ -73,16 +80,39 @@ class _Archive(ArchiveFile):
     built, so readers share it without locks; the file closes when the last user drops it."""
 
     def __init__(self, file: Any, members: dict[str, Member], foreign: list[Member],
-                 comment: bytes, path: str) -> None:
+                 comment: bytes, path: str, *, end: int = 0, cd_start: int = 0,
+                 shift: int = 0, live: int | None = None,
+                 st: os.stat_result | None = None) -> None:
         super().__init__(file, path)
-        self.ident = _ident(os.fstat(self.fd)) if file is not None else None
-        self.mode = os.fstat(self.fd).st_mode & 0o7777 if file is not None else None
+        if file is not None and st is None:
+            st = os.fstat(self.fd)
+        #: (device, inode) of the file, None before the first archive is written
+        self.file_id = (st.st_dev, st.st_ino) if st is not None else None
+        self.mode = st.st_mode & 0o7777 if st is not None else None
         self.members = members
         self.keys = sorted(members)
         self.foreign = foreign     # members whose names are not valid keys: kept, not shown
         self.comment = comment
+        #: where this version of the archive ends (bytes past it: a commit being appended
+        #: or a torn one), where its central directory starts, bytes prepended to it
+        self.end, self.cd_start, self.shift = end, cd_start, shift
+        self._live = live
         #: this archive's number in its store handle's sequence (the change counter)
         self.seq = 0
+
+    @property
+    def live(self) -> int:
+        """Bytes the live members take before the directory (computed when first asked:
+        only writers need it)."""
+        if self._live is None:
+            self._live = sum(footprint(m, _ZIP64_LIMIT)
+                             for m in itertools.chain(self.members.values(), self.foreign))
+        return self._live
+
+    @property
+    def dead(self) -> int:
+        """Bytes before the directory that no live member uses (a compaction frees them)."""
+        return max(0, self.cd_start - self.shift - self.live)
 
     def read_range(self, m: Member, request: ByteRequest) -> bytes:
         start, end = _resolve(request, m.size)
@@ -121,10 +151,15 @@ class ZipStore(Store):
         self._pid = current_pid()
         self._mutex = threading.Lock()       # one writing thread of this process at a time
         self._load_lock = threading.Lock()
+        self._fd_lock = threading.Lock()     # opening the sidecar's descriptors
         self._lock_fd: int | None = None
+        self._record_ro_fd: int | None = None   # the sidecar, on a read-only handle
         self._cleaned = False
         self._archive: _Archive | None = None
-        self._commits = 0                    # archives written by this handle (for tests)
+        #: the (device, inode, size, mtime) of the file when ``_archive`` was found in it
+        self._seen: tuple[int, int, int, int] | None = None
+        self._commits = 0                    # commits written by this handle (for tests)
+        self._rewrites = 0                   # of which rewrote the whole archive
         self._seqs = itertools.count(1)      # numbers of the archives (change counter)
         if read_only:
             if not self.path.is_file():
@@ -141,7 +176,8 @@ class ZipStore(Store):
             self._acquire()
             try:
                 if not self.path.exists():
-                    self._archive = self._write([], _Archive(None, {}, [], b"", str(self.path)))
+                    self._seen, self._archive = self._write(
+                        [], _Archive(None, {}, [], b"", str(self.path)))
                     self._archive.seq = next(self._seqs)
             finally:
                 self._release()
@@ -150,29 +186,93 @@ class ZipStore(Store):
     # -- reading -------------------------------------------------------------------------
 
     def _fresh(self) -> _Archive:
-        """The archive now at the path, reloaded if another writer replaced it."""
+        """The archive now at the path: reloaded when the file changed (a commit appended
+        to it, or a compaction replaced it). While the file ends in bytes past the
+        archive (a commit being appended, or a torn one) every call looks again."""
         try:
             ident = _ident(os.stat(self.path))
         except FileNotFoundError:
             raise StoreError("the zip archive was removed", path=str(self.path)) from None
         self._check_fork()
         archive = self._archive
-        if archive is not None and archive.ident == ident:
+        if archive is not None and self._seen == ident and archive.end == ident[2]:
             return archive
         with self._load_lock:
             archive = self._archive
-            if archive is None or archive.ident != ident:
-                archive = _load(self.path)
-                archive.seq = next(self._seqs)
+            if archive is None or self._seen != ident or archive.end != ident[2]:
+                self._seen, archive = self._load(archive)
                 self._archive = archive
             return archive
+
+    def _load(self, prev: _Archive | None) -> tuple[tuple[int, int, int, int], _Archive]:
+        """The archive at the path as its commit record says it ends (see
+        :mod:`kvzarr.stores.zipappend`); ``prev`` itself when it is still that archive."""
+        path = str(self.path)
+        try:
+            file = open(self.path, "rb")
+        except OSError as e:
+            raise _translate(e, path) from e
+        try:
+            fd = file.fileno()
+            st = os.fstat(fd)
+            for _ in range(1000):
+                # The size before and after reading the record agree: the record read is
+                # the one of the commit that made (or is making) the file this long.
+                record = read_record(self._record_fd())
+                again = os.fstat(fd)
+                if again.st_size == st.st_size:
+                    break
+                st = again
+            ends = candidate_ends(fd, st.st_size, st.st_dev, st.st_ino, record)
+            if (prev is not None and prev.file_id == (st.st_dev, st.st_ino)
+                    and ends[0] == prev.end < st.st_size):
+                file.close()                 # a torn or running append: nothing new
+                return _ident(st), prev
+            found: Any = None
+            for end in ends:
+                try:
+                    found = parse_directory(fd, path, end)
+                    break
+                except StoreError as e:
+                    found = found or e
+            if isinstance(found, StoreError):
+                raise found
+        except BaseException:
+            file.close()
+            raise
+        members: dict[str, Member] = {}
+        foreign: dict[str, Member] = {}
+        for m in found.entries:
+            # A later entry of the same name wins, as in zipfile and zarr-python, whose
+            # zip stores append a duplicate on overwrite; our next commit drops the rest.
+            (members if _is_key(m.name) else foreign)[m.name] = m
+        archive = _Archive(file, members, list(foreign.values()), found.comment, path,
+                           end=found.end, cd_start=found.cd_start, shift=found.shift, st=st)
+        archive.seq = next(self._seqs)
+        return _ident(st), archive
+
+    def _record_fd(self) -> int | None:
+        """The sidecar holding the commit record (None: a read-only handle finds none)."""
+        if not self.read_only:
+            return self._lock_file()
+        with self._fd_lock:
+            if self._record_ro_fd is None:
+                try:
+                    self._record_ro_fd = os.open(self.lock_path, os.O_RDONLY | os.O_CLOEXEC)
+                except FileNotFoundError:
+                    return None
+                except OSError as e:
+                    raise _translate(e, str(self.lock_path)) from e
+            return self._record_ro_fd
 
     def _check_fork(self) -> None:
         """After fork the child owns neither the parent's lock nor its thread state."""
         if self._pid != current_pid():
             self._pid, self._lock_fd, self._archive = current_pid(), None, None
+            self._record_ro_fd = None
             self._mutex = threading.Lock()
             self._load_lock = threading.Lock()
+            self._fd_lock = threading.Lock()
 
     def _view(self) -> tuple[_Archive, dict[str, Any] | None]:
         """The archive this thread reads and its transaction's pending writes, if any."""
@@ -281,13 +381,35 @@ class ZipStore(Store):
         if handle.writes is None:
             return
         try:
-            plan = _plan(handle.archive, handle.writes)
-            if plan is not None:
-                archive = self._write(plan, handle.archive)
+            old, writes = handle.archive, handle.writes
+            if handle.compact or _changes(old, writes):
+                seen, archive = None, None
+                if not handle.compact and old.file is not None and not old.shift:
+                    found = self._append(old, writes)
+                    if found is not None:
+                        seen, archive = found
+                if archive is None:          # compaction, or an archive we cannot extend
+                    self._cut_torn_tail(old)
+                    seen, archive = self._write(_plan(old, writes), old)
                 archive.seq = handle.seq if handle.seq else next(self._seqs)
-                self._archive = archive
+                handle.end = archive.end
+                with self._load_lock:
+                    self._seen, self._archive = seen, archive
         finally:
             self._release()
+
+    def compact(self) -> int:
+        """Rewrite the archive without dead bytes (members that were replaced or erased,
+        the directories of earlier commits) and return how many bytes that freed. Commits
+        do this themselves when dead bytes pass ``COMPACT_MIN_DEAD`` and half the file;
+        call this to reclaim the rest (e.g. before shipping the archive). One write
+        transaction (inside an open one, part of it): readers keep the archive they
+        read, and a crash leaves the old archive or the compacted one."""
+        with self.transaction():
+            txn = self._current_transaction()
+            txn.compact = True
+            before = txn.archive.end
+        return before - txn.end
 
     def _change_counter(self) -> int:
         """The number of the archive this thread reads (see the module docstring); in a
@@ -296,7 +418,7 @@ class ZipStore(Store):
         txn = self._current_transaction()
         if txn is None:
             return self._fresh().seq
-        if txn.writes is None or not _changes(txn.archive, txn.writes):
+        if txn.writes is None or not (txn.compact or _changes(txn.archive, txn.writes)):
             return txn.archive.seq
         if not txn.seq:
             txn.seq = next(self._seqs)
@@ -306,9 +428,94 @@ class ZipStore(Store):
         if handle.writes is not None:
             self._release()
 
+    def _append(self, old: _Archive, writes: dict[str, Any]
+                ) -> tuple[tuple[int, int, int, int], _Archive] | None:
+        """Append ``writes`` to the archive in place (the protocol of
+        :mod:`kvzarr.stores.zipappend`); None, having written nothing, when the archive
+        should be rewritten instead (compaction is due, or the file at the path is not
+        ``old``'s). A failure truncates the file back to ``old.end``."""
+        path = str(self.path)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+        except OSError as e:
+            raise _translate(e, path) from e
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != old.file_id or st.st_size < old.end:
+                os.close(fd)                 # another tool replaced or cut the file
+                return None
+            limit = _ZIP64_LIMIT
+            stamp = dos_datetime(time.localtime()[:6])
+            members, live, pos, chunks = dict(old.members), old.live, old.end, []
+            for name in sorted(writes):
+                value = writes[name]
+                gone = members.pop(name, None)
+                if gone is not None:
+                    live -= footprint(gone, limit)
+                if value is DELETED:
+                    continue
+                m, data = encode_value(name, value, stamp, self.compression,
+                                       self.compresslevel)
+                m.header_offset = pos
+                head = BytesOut(pos, limit)
+                write_local_header(head, m)
+                chunks += (head.data, data)
+                pos = head.pos + len(data)
+                members[name] = m
+                live += footprint(m, limit)
+            directory = BytesOut(pos, limit)
+            write_directory(directory, [*members.values(), *old.foreign], old.comment)
+            end = directory.pos
+            dead = pos - live
+            if dead >= COMPACT_MIN_DEAD and 2 * dead > end:
+                os.close(fd)                 # compaction is due: the caller rewrites
+                return None
+            if st.st_size > old.end:         # the torn tail of a killed writer
+                os.ftruncate(fd, old.end)
+            write_record(self._lock_file(), CommitRecord(
+                st.st_dev, st.st_ino, old.end, end, pos, zlib.crc32(directory.data)),
+                self.fsync)
+            os.lseek(fd, old.end, os.SEEK_SET)
+            out = ArchiveWriter(fd, limit, old.end)
+            for chunk in chunks:
+                out.write(chunk)
+            out.write(directory.data)
+            out.flush()
+            if self.fsync:
+                datasync(fd)
+            st = os.fstat(fd)
+        except BaseException as e:
+            try:
+                os.ftruncate(fd, old.end)    # the archive as it was
+            except OSError:
+                pass
+            os.close(fd)
+            if isinstance(e, OSError) and not isinstance(e, StoreError):
+                raise _translate(e, path) from e
+            raise
+        self._commits += 1
+        archive = _Archive(os.fdopen(fd, "rb"), members, list(old.foreign), old.comment,
+                           path, end=end, cd_start=pos, live=live, st=st)
+        return _ident(st), archive
+
+    def _cut_torn_tail(self, old: _Archive) -> None:
+        """Truncate what a killed writer appended past ``old`` (we hold the writer lock),
+        so that no reader of the file ever parses that tail."""
+        if old.file is None:
+            return
+        try:
+            st = os.stat(self.path)
+            if (st.st_dev, st.st_ino) == old.file_id and st.st_size > old.end:
+                os.truncate(self.path, old.end)
+        except OSError as e:
+            raise _translate(e, str(self.path)) from e
+
     def _write(self, plan: list[tuple[str, Member | None, bytes | None]],
-               old: _Archive) -> _Archive:
-        """Write ``plan`` as a new archive beside the old one and swap it in."""
+               old: _Archive) -> tuple[tuple[int, int, int, int], _Archive]:
+        """Write ``plan`` as a new archive beside the old one and swap it in (the first
+        archive, a compaction, or an archive with bytes prepended to it). Its commit
+        record, naming the new file, is written before the swap, so a record can never
+        describe a file it was not written for."""
         tmp = self.path.with_name(f".{self.path.name}{TEMP_MARKER}{uuid.uuid4().hex}")
         path = str(self.path)
         try:
@@ -332,10 +539,14 @@ class ZipStore(Store):
                     members[name] = m
                 else:
                     foreign.append(m)
+            cd_start = out.pos
             write_directory(out, [*members.values(), *foreign], old.comment)
             out.flush()
             if self.fsync:
                 os.fsync(fd)
+            st = os.fstat(fd)
+            write_record(self._lock_file(), CommitRecord(
+                st.st_dev, st.st_ino, out.pos, out.pos, out.pos, 0), self.fsync)
             os.replace(tmp, self.path)
         except BaseException as e:
             os.close(fd)
@@ -347,7 +558,9 @@ class ZipStore(Store):
         if self.fsync:
             _fsync_directory(self.path.parent)
         self._commits += 1
-        return _Archive(reader, members, foreign, old.comment, path)
+        self._rewrites += 1
+        return _ident(st), _Archive(reader, members, foreign, old.comment, path,
+                                    end=st.st_size, cd_start=cd_start, live=cd_start, st=st)
 
     # -- the writer lock -----------------------------------------------------------------
 
@@ -370,9 +583,13 @@ class ZipStore(Store):
             raise
 
     def _lock_file(self) -> int:
+        """The sidecar, opened once (under a lock: the flock is per descriptor, so two
+        descriptors in one process would not exclude each other)."""
         if self._lock_fd is None:
-            self._lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
-                                    0o666)
+            with self._fd_lock:
+                if self._lock_fd is None:
+                    self._lock_fd = os.open(self.lock_path,
+                                            os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
         return self._lock_fd
 
     @staticmethod
@@ -387,8 +604,8 @@ class ZipStore(Store):
             self._mutex.release()
 
     def _clean_if_idle(self) -> None:
-        """At open: remove a killed writer's temporary archive if no writer is active
-        (otherwise the first write of this handle does it)."""
+        """At open: remove a killed writer's temporary archive and truncate the torn
+        tail it appended, if no writer is active (otherwise the next commit does it)."""
         try:
             fcntl.flock(self._lock_file(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -398,6 +615,7 @@ class ZipStore(Store):
         try:
             self._remove_stale_temps()
             self._cleaned = True
+            self._cut_torn_tail(self._fresh())
         finally:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
@@ -420,9 +638,11 @@ class ZipStore(Store):
             lock_timeout=self.lock_timeout)
 
     def _close(self) -> None:
-        if self._lock_fd is not None and self._pid == current_pid():
-            os.close(self._lock_fd)
-        self._lock_fd = None
+        if self._pid == current_pid():
+            for fd in (self._lock_fd, self._record_ro_fd):
+                if fd is not None:
+                    os.close(fd)
+        self._lock_fd = self._record_ro_fd = None
         if self._archive is not None and self._archive.file is not None:
             self._archive.file.close()
         self._archive = None
@@ -437,36 +657,18 @@ class _Txn:
     writes: dict[str, Any] | None        # None in a read transaction
     #: the number reserved for the archive this transaction writes (0: none yet)
     seq: int = 0
+    #: rewrite the archive without dead bytes at commit (ZipStore.compact)
+    compact: bool = False
+    #: the length of the archive the commit wrote
+    end: int = 0
 
 
 # --- loading and planning archives -----------------------------------------------------
 
-def _load(path: Path) -> _Archive:
-    """Open the archive at ``path`` and parse its central directory."""
-    try:
-        file = open(path, "rb")
-    except OSError as e:
-        raise _translate(e, str(path)) from e
-    try:
-        entries, comment = read_directory(file.fileno(), str(path))
-    except BaseException:
-        file.close()
-        raise
-    members: dict[str, Member] = {}
-    foreign: dict[str, Member] = {}
-    for m in entries:
-        # A later entry of the same name wins, as in zipfile and zarr-python, whose zip
-        # stores append a duplicate on overwrite; our next commit drops the earlier ones.
-        (members if _is_key(m.name) else foreign)[m.name] = m
-    return _Archive(file, members, list(foreign.values()), comment, str(path))
-
-
 def _plan(old: _Archive, writes: dict[str, Any]
-          ) -> list[tuple[str, Member | None, bytes | None]] | None:
+          ) -> list[tuple[str, Member | None, bytes | None]]:
     """The members of the next archive in name order: (name, old member to copy, new
-    value); None when ``writes`` change nothing."""
-    if not _changes(old, writes):
-        return None
+    value)."""
     entries: dict[str, tuple[str, Member | None, bytes | None]] = {
         m.name: (m.name, m, None) for m in old.foreign}
     for name, m in old.members.items():
