@@ -3,29 +3,43 @@
 Implements the Zarr v3 abstract store interface (core spec, "Abstract store interface")
 over the ZIP format (PKWARE APPNOTE 6.3.x: local file headers, central directory, ZIP64),
 whose byte layout lives in :mod:`kvzarr.stores.zipformat`; this module adds the Store
-contract, transactions, the writer lock and the atomic swap of archives.
+contract, transactions, the writer lock, and the choice between appending a commit in
+place (:mod:`kvzarr.stores.zipappend`, the protocol and its crash safety) and rewriting
+the archive (compaction).
 
 Promises:
 
 * Every write is a transaction; ``with store.transaction():`` groups many into one. A
-  commit writes a complete new archive next to the old one (unchanged members' bytes are
-  copied raw, never recompressed), fsyncs it and ``os.replace``-s it over the old one.
-  Readers and a crash see the old archive or the new one, never a mix; a temporary
-  archive left by a killed writer is removed by the next writer that opens the store.
-* Overwrite and erase leave exactly one member per key, so the file stays a plain zip
-  that Python's ``zipfile`` and other Zarr readers open.
+  commit appends its new members, a central directory of every live member and new end
+  records after the old end of the file; nothing before it is rewritten, so readers of
+  the previous directory keep reading valid offsets. Replaced and erased members and old
+  directories become dead bytes. When dead bytes would reach ``COMPACT_MIN_DEAD`` and
+  more than half the file, the commit instead writes a complete new archive next to the
+  old one (live members' compressed bytes copied raw), fsyncs it and ``os.replace``-s
+  it over the old one; :meth:`ZipStore.compact` does that on demand.
+* Crashes: kvzarr sees the old archive or the new one, never a mix. A writer killed
+  mid-append leaves the old archive followed by a torn tail, which kvzarr readers skip
+  (the commit record in ``<archive>.lock`` says where the archive ended) and the next
+  kvzarr writer truncates. Until then, tools that do not know the record (``zipfile``,
+  zarr-python, TensorStore) see the torn tail and fail to open the archive: a zip's
+  directory must end the file, so that window cannot be closed. A killed rewrite
+  leaves a temporary archive, removed by the next writer.
+* Overwrite and erase leave exactly one live member per key in the directory, so the
+  file stays a plain zip that Python's ``zipfile`` and other Zarr readers open after
+  every commit.
 * Writers in all threads and processes are serialised by ``flock`` on the sidecar file
-  ``<archive>.lock``; readers take no lock, read from the archive they opened and switch
-  to a new one when the file at the path was replaced (inode, size or mtime changed).
+  ``<archive>.lock``; readers take no lock, read from the archive version they loaded
+  and load the next when the file at the path grew or was replaced (inode, size or
+  mtime changed).
 * Members are stored uncompressed (``ZIP_STORED``) by default, so a byte range is one
   ``pread`` of the member's data. With ``ZIP_DEFLATED`` a range read inflates the member
   from its start, and ``capabilities.partial_reads`` is false.
-* Cost: each commit rewrites the archive, O(archive size). Batch writes (``set_many``,
-  a transaction) so that many keys cost one rewrite.
-* ``change_counter()`` names the archive a read sees: every archive this handle loads
-  or writes gets the next number of a per-handle sequence (so an inode the filesystem
-  reuses for a later archive can never bring an old number back: the handle holds the
-  archive it last loaded open, and a different file at the path is a new load).
+* Cost: a commit writes its new members and the central directory (46 bytes + the name
+  per live member), O(new data + members); a compaction, O(live data).
+* ``change_counter()`` names the archive version a read sees: every version this handle
+  loads or writes gets the next number of a per-handle sequence (the handle keeps the
+  file it loaded open, so its inode cannot be reused by a later file; an append always
+  grows the file). A running or torn append is not a new version.
 """
 
 from __future__ import annotations
@@ -37,9 +51,7 @@ import itertools
 import os
 import threading
 import time
-import uuid
 import zipfile
-import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -54,14 +66,10 @@ from .keys import check_key, prefix_successor
 from .keylocks import flock_until
 from ..runtime.process import current_pid
 from .overlay import DELETED, merged_keys
-from .zipappend import CommitRecord, candidate_ends, datasync, read_record, write_record
-from .zipformat import (SIG_EOCD64, ZIP64_LIMIT, ArchiveFile, ArchiveWriter, BytesOut,
-                        Member, copy_member, dos_datetime, encode_value, footprint,
-                        parse_directory, read_directory, write_directory,
-                        write_local_header, write_value)
-
-#: Temporary archives are named ``.<archive name>.kvzarr-tmp-<hex>`` in the same directory.
-TEMP_MARKER = ".kvzarr-tmp-"
+from .zipappend import candidate_ends, read_record
+from .zipcommit import TEMP_MARKER, PendingAppend, rewrite
+from .zipformat import (SIG_EOCD64, ZIP64_LIMIT, ArchiveFile, Member, footprint,
+                        parse_directory, read_directory)
 
 
 # The ZIP64 threshold of the archives this module writes, looked up at each commit so
@@ -176,12 +184,22 @@ class ZipStore(Store):
             self._acquire()
             try:
                 if not self.path.exists():
-                    self._seen, self._archive = self._write(
-                        [], _Archive(None, {}, [], b"", str(self.path)))
+                    self._seen, self._archive = self._first_archive()
                     self._archive.seq = next(self._seqs)
             finally:
                 self._release()
         self._fresh()
+
+    def _first_archive(self) -> tuple[tuple[int, int, int, int], _Archive]:
+        """Create the empty archive (we hold the writer lock)."""
+        try:
+            st, file, _, _, _ = rewrite(self.path, [], set(), b"", None, self._lock_file(),
+                                        _ZIP64_LIMIT, self.fsync, lambda: None)
+        except OSError as e:
+            raise _translate(e, str(self.path)) from e
+        self._rewrites += 1
+        return _ident(st), _Archive(file, {}, [], b"", str(self.path), end=st.st_size,
+                                    cd_start=0, live=0, st=st)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -225,16 +243,20 @@ class ZipStore(Store):
                 st = again
             ends = candidate_ends(fd, st.st_size, st.st_dev, st.st_ino, record)
             if (prev is not None and prev.file_id == (st.st_dev, st.st_ino)
-                    and ends[0] == prev.end < st.st_size):
+                    and ends[0][0] == prev.end < st.st_size):
                 file.close()                 # a torn or running append: nothing new
                 return _ident(st), prev
             found: Any = None
-            for end in ends:
+            for end, unshifted in ends:
                 try:
                     found = parse_directory(fd, path, end)
-                    break
                 except StoreError as e:
                     found = found or e
+                    continue
+                if not (unshifted and found.shift):
+                    break
+                found = StoreError("not a zip archive: bytes past the last commit",
+                                   path=path)
             if isinstance(found, StoreError):
                 raise found
         except BaseException:
@@ -274,18 +296,18 @@ class ZipStore(Store):
             self._load_lock = threading.Lock()
             self._fd_lock = threading.Lock()
 
-    def _view(self) -> tuple[_Archive, dict[str, Any] | None]:
-        """The archive this thread reads and its transaction's pending writes, if any."""
+    def _view(self) -> tuple[_Archive, Any]:
+        """The archive this thread reads and its transaction (None outside one)."""
         txn = self._current_transaction()
         if txn is None:
             return self._fresh(), None
-        return txn.archive, txn.writes
+        return txn.archive, txn
 
     def _get(self, key: str) -> bytes | None:
-        archive, writes = self._view()
-        if writes and key in writes:
-            value = writes[key]
-            return None if value is DELETED else value
+        archive, txn = self._view()
+        if txn is not None and txn.writes and key in txn.writes:
+            m = txn.writes[key]
+            return None if m is DELETED else txn.pending.file.read(m)
         m = archive.members.get(key)
         return None if m is None else archive.read(m)
 
@@ -297,39 +319,38 @@ class ZipStore(Store):
             yield i, self._get(check_key(key, self.max_key_bytes))
 
     def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
-        archive, writes = self._view()
-        if writes and key in writes:
-            value = writes[key]
-            if value is DELETED:
+        archive, txn = self._view()
+        if txn is not None and txn.writes and key in txn.writes:
+            m = txn.writes[key]
+            if m is DELETED:
                 return None
-            start, end = _resolve(request, len(value))
-            return value[start:end]
+            return txn.pending.file.read_span(m, *_resolve(request, m.size))
         m = archive.members.get(key)
         return None if m is None else archive.read_range(m, request)
 
     def _exists(self, key: str) -> bool:
-        archive, writes = self._view()
-        if writes and key in writes:
-            return writes[key] is not DELETED
+        archive, txn = self._view()
+        if txn is not None and txn.writes and key in txn.writes:
+            return txn.writes[key] is not DELETED
         return key in archive.members
 
     def _getsize(self, key: str) -> int | None:
-        archive, writes = self._view()
-        if writes and key in writes:
-            value = writes[key]
-            return None if value is DELETED else len(value)
+        archive, txn = self._view()
+        if txn is not None and txn.writes and key in txn.writes:
+            m = txn.writes[key]
+            return None if m is DELETED else m.size
         m = archive.members.get(key)
         return None if m is None else m.size
 
     def _sorted_keys(self, prefix: str) -> tuple[list[str], int, int]:
         """A sorted key list and the index range ``[lo, hi)`` of the keys under ``prefix``."""
-        archive, writes = self._view()
+        archive, txn = self._view()
         keys = archive.keys
         lo = bisect.bisect_left(keys, prefix)
         succ = prefix_successor(prefix)
         hi = len(keys) if succ is None else bisect.bisect_left(keys, succ, lo)
-        if writes:
-            keys = merged_keys(keys[lo:hi], writes, prefix)
+        if txn is not None and txn.writes:
+            keys = merged_keys(keys[lo:hi], txn.writes, prefix)
             lo, hi = 0, len(keys)
         return keys, lo, hi
 
@@ -343,25 +364,51 @@ class ZipStore(Store):
 
     # -- writing -------------------------------------------------------------------------
 
-    def _pending(self) -> dict[str, Any] | None:
-        txn = self._current_transaction()
-        return None if txn is None else txn.writes
+    #: values are written to the file by ``_set_many`` (see ``_add``), so callers may
+    #: hand over buffers they reuse afterwards
+    copies_values = True
 
     def _set(self, key: str, value: bytes) -> None:
-        writes = self._pending()
-        if writes is None:
+        self._set_many([(key, value)])
+
+    def _set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        txn = self._current_transaction()
+        if txn is None or txn.writes is None:
             with self.transaction():           # a lone write is a one-write transaction
-                self._set(key, value)
+                self._set_many(items)
             return
-        writes[key] = value
+        self._add(txn, items)
+
+    def _add(self, txn: Any, items: Sequence[tuple[str, bytes]]) -> None:
+        """Append ``items`` past the end of the archive now (kvzarr readers do not look
+        there until the commit's directory follows them): the store keeps no copy."""
+        if not items:
+            return
+        pending = self._pending_append(txn)
+        try:
+            members = pending.add(items, self.compression, self.compresslevel)
+        except OSError as e:
+            raise _translate(e, str(self.path)) from e
+        for m in members:
+            txn.writes[m.name] = m
+
+    def _pending_append(self, txn: Any) -> PendingAppend:
+        if txn.pending is None:
+            old = txn.archive
+            try:
+                txn.pending = PendingAppend(str(self.path), old.file_id, old.end,
+                                            self._lock_file(), _ZIP64_LIMIT, self.fsync)
+            except OSError as e:
+                raise _translate(e, str(self.path)) from e
+        return txn.pending
 
     def _erase(self, key: str) -> None:
-        writes = self._pending()
-        if writes is None:
+        txn = self._current_transaction()
+        if txn is None or txn.writes is None:
             with self.transaction():
                 self._erase(key)
             return
-        writes[key] = DELETED
+        txn.writes[key] = DELETED
 
     # Transaction hooks. A write transaction holds the writer lock from begin to end and
     # reads the archive that was current when it got the lock, so nothing can commit
@@ -372,7 +419,10 @@ class ZipStore(Store):
             return _Txn(self._fresh(), None)
         self._acquire()
         try:
-            return _Txn(self._fresh(), {})
+            archive = self._fresh()
+            if archive.file is None:           # no archive yet (cannot happen after init)
+                raise StoreError("the zip archive is missing", path=str(self.path))
+            return _Txn(archive, {})
         except BaseException:
             self._release()
             raise
@@ -383,20 +433,46 @@ class ZipStore(Store):
         try:
             old, writes = handle.archive, handle.writes
             if handle.compact or _changes(old, writes):
-                seen, archive = None, None
-                if not handle.compact and old.file is not None and not old.shift:
-                    found = self._append(old, writes)
-                    if found is not None:
-                        seen, archive = found
-                if archive is None:          # compaction, or an archive we cannot extend
-                    self._cut_torn_tail(old)
-                    seen, archive = self._write(_plan(old, writes), old)
+                seen, archive = self._finish(handle, old, writes)
                 archive.seq = handle.seq if handle.seq else next(self._seqs)
                 handle.end = archive.end
                 with self._load_lock:
                     self._seen, self._archive = seen, archive
         finally:
+            if handle.pending is not None:
+                handle.pending.abandon()       # no-op once finished
             self._release()
+
+    def _finish(self, txn: Any, old: _Archive, writes: dict[str, Any]
+                ) -> tuple[tuple[int, int, int, int], _Archive]:
+        """Commit ``writes``: a directory after the appended members, or (compaction)
+        a rewrite of the archive when dead bytes would pass the threshold."""
+        members, live, limit = dict(old.members), old.live, _ZIP64_LIMIT
+        for name, m in writes.items():
+            gone = members.pop(name, None)
+            if gone is not None:
+                live -= footprint(gone, limit)
+            if m is not DELETED:
+                members[name] = m
+                live += footprint(m, limit)
+        path = str(self.path)
+        try:
+            if not txn.compact:
+                pending = self._pending_append(txn)
+                directory = pending.directory([*members.values(), *old.foreign],
+                                              old.comment)
+                dead = pending.pos - live
+                if not (dead >= COMPACT_MIN_DEAD and 2 * dead > directory.pos):
+                    st, file = pending.finish(directory)
+                    self._commits += 1
+                    return _ident(st), _Archive(file, members, list(old.foreign),
+                                                old.comment, path, end=directory.pos,
+                                                cd_start=pending.pos, live=live, st=st)
+            return self._rewrite(old, members, txn.pending)
+        except OSError as e:
+            if isinstance(e, StoreError):
+                raise
+            raise _translate(e, path) from e
 
     def compact(self) -> int:
         """Rewrite the archive without dead bytes (members that were replaced or erased,
@@ -426,77 +502,11 @@ class ZipStore(Store):
 
     def _abort(self, handle: Any) -> None:
         if handle.writes is not None:
-            self._release()
-
-    def _append(self, old: _Archive, writes: dict[str, Any]
-                ) -> tuple[tuple[int, int, int, int], _Archive] | None:
-        """Append ``writes`` to the archive in place (the protocol of
-        :mod:`kvzarr.stores.zipappend`); None, having written nothing, when the archive
-        should be rewritten instead (compaction is due, or the file at the path is not
-        ``old``'s). A failure truncates the file back to ``old.end``."""
-        path = str(self.path)
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
-        except OSError as e:
-            raise _translate(e, path) from e
-        try:
-            st = os.fstat(fd)
-            if (st.st_dev, st.st_ino) != old.file_id or st.st_size < old.end:
-                os.close(fd)                 # another tool replaced or cut the file
-                return None
-            limit = _ZIP64_LIMIT
-            stamp = dos_datetime(time.localtime()[:6])
-            members, live, pos, chunks = dict(old.members), old.live, old.end, []
-            for name in sorted(writes):
-                value = writes[name]
-                gone = members.pop(name, None)
-                if gone is not None:
-                    live -= footprint(gone, limit)
-                if value is DELETED:
-                    continue
-                m, data = encode_value(name, value, stamp, self.compression,
-                                       self.compresslevel)
-                m.header_offset = pos
-                head = BytesOut(pos, limit)
-                write_local_header(head, m)
-                chunks += (head.data, data)
-                pos = head.pos + len(data)
-                members[name] = m
-                live += footprint(m, limit)
-            directory = BytesOut(pos, limit)
-            write_directory(directory, [*members.values(), *old.foreign], old.comment)
-            end = directory.pos
-            dead = pos - live
-            if dead >= COMPACT_MIN_DEAD and 2 * dead > end:
-                os.close(fd)                 # compaction is due: the caller rewrites
-                return None
-            if st.st_size > old.end:         # the torn tail of a killed writer
-                os.ftruncate(fd, old.end)
-            write_record(self._lock_file(), CommitRecord(
-                st.st_dev, st.st_ino, old.end, end, pos, zlib.crc32(directory.data)),
-                self.fsync)
-            os.lseek(fd, old.end, os.SEEK_SET)
-            out = ArchiveWriter(fd, limit, old.end)
-            for chunk in chunks:
-                out.write(chunk)
-            out.write(directory.data)
-            out.flush()
-            if self.fsync:
-                datasync(fd)
-            st = os.fstat(fd)
-        except BaseException as e:
             try:
-                os.ftruncate(fd, old.end)    # the archive as it was
-            except OSError:
-                pass
-            os.close(fd)
-            if isinstance(e, OSError) and not isinstance(e, StoreError):
-                raise _translate(e, path) from e
-            raise
-        self._commits += 1
-        archive = _Archive(os.fdopen(fd, "rb"), members, list(old.foreign), old.comment,
-                           path, end=end, cd_start=pos, live=live, st=st)
-        return _ident(st), archive
+                if handle.pending is not None:
+                    handle.pending.abandon()   # the archive as it was
+            finally:
+                self._release()
 
     def _cut_torn_tail(self, old: _Archive) -> None:
         """Truncate what a killed writer appended past ``old`` (we hold the writer lock),
@@ -510,56 +520,30 @@ class ZipStore(Store):
         except OSError as e:
             raise _translate(e, str(self.path)) from e
 
-    def _write(self, plan: list[tuple[str, Member | None, bytes | None]],
-               old: _Archive) -> tuple[tuple[int, int, int, int], _Archive]:
-        """Write ``plan`` as a new archive beside the old one and swap it in (the first
-        archive, a compaction, or an archive with bytes prepended to it). Its commit
-        record, naming the new file, is written before the swap, so a record can never
-        describe a file it was not written for."""
-        tmp = self.path.with_name(f".{self.path.name}{TEMP_MARKER}{uuid.uuid4().hex}")
-        path = str(self.path)
-        try:
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-        except OSError as e:
-            raise _translate(e, path) from e
-        try:
-            if old.mode is not None:
-                os.fchmod(fd, old.mode)
-            out = ArchiveWriter(fd, _ZIP64_LIMIT)
-            members: dict[str, Member] = {}
-            foreign: list[Member] = []
-            stamp = dos_datetime(time.localtime()[:6])
-            for name, src, value in plan:
-                if value is not None:
-                    m = write_value(out, name, value, stamp, self.compression,
-                                    self.compresslevel)
-                else:
-                    m = copy_member(out, old, src)
-                if value is not None or name in old.members:
-                    members[name] = m
-                else:
-                    foreign.append(m)
-            cd_start = out.pos
-            write_directory(out, [*members.values(), *foreign], old.comment)
-            out.flush()
-            if self.fsync:
-                os.fsync(fd)
-            st = os.fstat(fd)
-            write_record(self._lock_file(), CommitRecord(
-                st.st_dev, st.st_ino, out.pos, out.pos, out.pos, 0), self.fsync)
-            os.replace(tmp, self.path)
-        except BaseException as e:
-            os.close(fd)
-            _unlink_quietly(tmp)
-            if isinstance(e, OSError) and not isinstance(e, StoreError):
-                raise _translate(e, path) from e
-            raise
-        reader = os.fdopen(fd, "rb")           # the new archive, read through the same fd
-        if self.fsync:
-            _fsync_directory(self.path.parent)
+    def _rewrite(self, old: _Archive, members: dict[str, Member],
+                 pending: PendingAppend | None
+                 ) -> tuple[tuple[int, int, int, int], _Archive]:
+        """Write ``members`` (and ``old``'s foreign members) as a new archive and swap it
+        in: the first archive, a compaction. Members this transaction appended are
+        copied from past the old archive's end, which is cut before the swap."""
+        plan: list[tuple[str, ArchiveFile, Member]] = [(m.name, old, m) for m in old.foreign]
+        for name, m in members.items():
+            fresh = pending is not None and m.header_offset >= pending.start
+            plan.append((name, pending.file if fresh else old, m))
+        plan.sort(key=lambda entry: entry[0])
+
+        def before_swap() -> None:
+            if pending is not None:
+                pending.abandon()
+            else:
+                self._cut_torn_tail(old)
+
+        st, file, new, foreign, cd_start = rewrite(
+            self.path, plan, {m.name for m in old.foreign}, old.comment, old.mode,
+            self._lock_file(), _ZIP64_LIMIT, self.fsync, before_swap)
         self._commits += 1
         self._rewrites += 1
-        return _ident(st), _Archive(reader, members, foreign, old.comment, path,
+        return _ident(st), _Archive(file, new, foreign, old.comment, str(self.path),
                                     end=st.st_size, cd_start=cd_start, live=cd_start, st=st)
 
     # -- the writer lock -----------------------------------------------------------------
@@ -629,7 +613,10 @@ class ZipStore(Store):
             return
         for entry in entries:
             if entry.name.startswith(start):
-                _unlink_quietly(Path(entry.path))
+                try:
+                    os.unlink(entry.path)
+                except OSError:
+                    pass
 
     def _reopen_args(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
         return (str(self.path),), dict(
@@ -657,6 +644,8 @@ class _Txn:
     writes: dict[str, Any] | None        # None in a read transaction
     #: the number reserved for the archive this transaction writes (0: none yet)
     seq: int = 0
+    #: the members this transaction appended so far (None: nothing yet)
+    pending: PendingAppend | None = None
     #: rewrite the archive without dead bytes at commit (ZipStore.compact)
     compact: bool = False
     #: the length of the archive the commit wrote
@@ -664,22 +653,6 @@ class _Txn:
 
 
 # --- loading and planning archives -----------------------------------------------------
-
-def _plan(old: _Archive, writes: dict[str, Any]
-          ) -> list[tuple[str, Member | None, bytes | None]]:
-    """The members of the next archive in name order: (name, old member to copy, new
-    value)."""
-    entries: dict[str, tuple[str, Member | None, bytes | None]] = {
-        m.name: (m.name, m, None) for m in old.foreign}
-    for name, m in old.members.items():
-        entries[name] = (name, m, None)
-    for name, value in writes.items():
-        if value is DELETED:
-            entries.pop(name, None)
-        else:
-            entries[name] = (name, None, value)
-    return [entries[name] for name in sorted(entries)]
-
 
 def _changes(old: _Archive, writes: dict[str, Any]) -> bool:
     """Whether ``writes`` make a new archive (erasing only absent keys does not)."""
@@ -724,27 +697,6 @@ def _is_key(name: str) -> bool:
 
 def _ident(st: os.stat_result) -> tuple[int, int, int, int]:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make the rename durable: fsync the directory entry (POSIX)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _unlink_quietly(path: Path) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 
 
 def _translate(error: OSError, path: str) -> StoreError:

@@ -9,12 +9,14 @@ members (old ones at their old offsets) and new end records. Replaced and erased
 the old directories and end records become dead bytes; a reader holding the old directory
 keeps reading valid offsets, because nothing before the old end is ever rewritten.
 
-The commit record. Before appending, the writer (holding the writer lock) stores in the
-sidecar ``<archive>.lock`` one fixed 64-byte :class:`CommitRecord`: the archive file it is
-about (device and inode), the length ``committed`` of the archive before the commit (the
-end of its last good end record), the length ``target`` it will have after, and the CRC-32
-of the bytes ``[tail_start, target)`` it will write last (the new central directory and end
-records). The record is fsynced before the first appended byte when the store is durable.
+The commit record. The writer (holding the writer lock) keeps in the sidecar
+``<archive>.lock`` one fixed 64-byte :class:`CommitRecord`: the archive file it is about
+(device and inode), the length ``committed`` of the archive before the commit (the end of
+its last good end record), the length ``target`` it will have after, and the CRC-32 of the
+bytes ``[tail_start, target)`` it writes last (the new central directory and end records).
+Before the first appended byte the record says ``target`` is unknown (``UNKNOWN``); once
+the members are written, and before the directory, it gives the target and the CRC. On a
+durable store the final record is fsynced after the archive, before the commit returns.
 The record carries its own CRC-32, so a torn record is no record.
 
 Finding the archive's end (:func:`candidate_ends`), given the file's size ``S`` and the
@@ -27,7 +29,10 @@ record, when the record is about this very file:
 * ``S == committed``: nothing was appended yet.
 * otherwise (another tool changed the archive in place, or there is no record): the end
   records at the end of the file, as any zip reader finds them, then ``target`` and
-  ``committed`` if those do not parse.
+  ``committed`` if those do not parse. Past a record's target the end records at the end
+  must also point at a directory right before them with no bytes "prepended" to the
+  archive: a zip archive stored as a value, cut right after it by a power loss that also
+  lost the running commit's record, has its own offsets and fails that test.
 
 The next writer truncates a torn tail back to the end it finds (under the writer lock);
 readers never truncate. Python's ``zipfile``, zarr-python and TensorStore know nothing of
@@ -50,6 +55,8 @@ from dataclasses import dataclass
 _RECORD = struct.Struct("<8s5QL")
 _MAGIC = b"KVZIPAP1"
 RECORD_SIZE = 64
+#: the target of a commit still appending members (its length is not known yet)
+UNKNOWN = (1 << 64) - 1
 #: how often a reader re-reads a record that fails its CRC (a writer is writing it)
 _RETRIES = 100
 
@@ -97,22 +104,23 @@ def write_record(fd: int, record: CommitRecord, durable: bool) -> None:
 
 
 def candidate_ends(fd: int, size: int, dev: int, ino: int,
-                   record: CommitRecord | None) -> list[int]:
+                   record: CommitRecord | None) -> list[tuple[int, bool]]:
     """The lengths at which the archive in ``fd`` (``size`` bytes, file ``dev``/``ino``)
-    may end, best first (see the module docstring); the caller parses the first whose
-    end records read."""
+    may end, best first (see the module docstring), each with whether it must have no
+    prepended bytes; the caller parses the first whose end records read."""
     if record is None or (record.dev, record.ino) != (dev, ino):
-        return [size]
+        return [(size, False)]
     if record.committed < size < record.target:
-        return [record.committed]
+        return [(record.committed, False)]
     if size == record.target:
         if record.tail_start <= size and _crc_of(fd, record.tail_start, size) == \
                 record.tail_crc:
-            return [size]
-        return [record.committed]
+            return [(size, False)]
+        return [(record.committed, False)]
     if size == record.committed:
-        return [size]
-    return [size, *(end for end in (record.target, record.committed) if end < size)]
+        return [(size, False)]
+    return [(size, True), *((end, False) for end in (record.target, record.committed)
+                            if end < size)]
 
 
 def _crc_of(fd: int, start: int, end: int) -> int:
