@@ -54,7 +54,7 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
     _k("sql", "kvzarr SQLStore (SQLite)", "raw-sqlite",
        "transactional, WAL, synchronous=FULL"),
     _k("zip", "kvzarr ZipStore", "raw-files",
-       "transactional, archive rewritten and fsynced per commit"),
+       "transactional, commit appended and fsynced (compaction rewrites)"),
     _k("memory", "kvzarr MemoryStore", "raw-memory", "in memory"),
     # the same stores with the durability of the peers they are compared with, to tell
     # the price of syncing apart from the price of the software
@@ -62,7 +62,7 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
        "never fsynced, as zarr-python 2's LMDBStore", "-nosync", {"durability": "none"}),
     _k("sql", "kvzarr SQLStore, synchronous='NORMAL'", "raw-sqlite",
        "WAL synced at checkpoints only", "-normal", {"synchronous": "NORMAL"}),
-    _k("zip", "kvzarr ZipStore, fsync=False", "raw-files", "archive rewritten, no fsync",
+    _k("zip", "kvzarr ZipStore, fsync=False", "raw-files", "commit appended, no fsync",
        "-nofsync", {"fsync": False}),
     # the directory store without its key locks: what the locks cost (W2, W3, W6)
     _k("fs", "kvzarr FilesystemStore, key_locks=False", "raw-files",
