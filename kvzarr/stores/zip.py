@@ -4,8 +4,9 @@ Implements the Zarr v3 abstract store interface (core spec, "Abstract store inte
 over the ZIP format (PKWARE APPNOTE 6.3.x: local file headers, central directory, ZIP64),
 whose byte layout lives in :mod:`kvzarr.stores.zipformat`; this module adds the Store
 contract, transactions, the writer lock, and the choice between appending a commit in
-place (:mod:`kvzarr.stores.zipappend`, the protocol and its crash safety) and rewriting
-the archive (compaction).
+place and rewriting the archive (compaction). The append protocol and its crash safety:
+:mod:`kvzarr.stores.zipappend`; one loaded version of the archive:
+:mod:`kvzarr.stores.ziparchive`; the writers of a commit: :mod:`kvzarr.stores.zipcommit`.
 
 Promises:
 
@@ -57,19 +58,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
-from ..errors import (ConflictError, InvalidKeyError, StoreError, StoreFullError,
-                      StorePermissionError,
-                      UnsupportedOperationError, ValueTypeError)
+from .byteranges import ByteRequest
+from ..errors import (ConflictError, StoreError, StoreFullError, StorePermissionError,
+                      UnsupportedOperationError)
 from .base import Capabilities, Store
 from .keys import check_key, prefix_successor
 from .keylocks import flock_until
 from ..runtime.process import current_pid
 from .overlay import DELETED, merged_keys
-from .zipappend import candidate_ends, read_record
+from .ziparchive import ArchiveVersion as _Archive
+from .ziparchive import Ident, load, resolve as _resolve
+from .ziparchive import ident as _ident
 from .zipcommit import TEMP_MARKER, PendingAppend, rewrite
-from .zipformat import (SIG_EOCD64, ZIP64_LIMIT, ArchiveFile, Member, footprint,
-                        parse_directory, read_directory)
+from .zipformat import SIG_EOCD64, ZIP64_LIMIT, ArchiveFile, Member, footprint, read_directory
 
 
 # The ZIP64 threshold of the archives this module writes, looked up at each commit so
@@ -81,50 +82,6 @@ _ZIP64_LIMIT = ZIP64_LIMIT
 COMPACT_MIN_DEAD = 4 << 20
 # Tests reach the format code through this module.
 _read_directory, _SIG_EOCD64 = read_directory, SIG_EOCD64
-
-
-class _Archive(ArchiveFile):
-    """One version of the archive: an open file and its parsed directory. Immutable once
-    built, so readers share it without locks; the file closes when the last user drops it."""
-
-    def __init__(self, file: Any, members: dict[str, Member], foreign: list[Member],
-                 comment: bytes, path: str, *, end: int = 0, cd_start: int = 0,
-                 shift: int = 0, live: int | None = None,
-                 st: os.stat_result | None = None) -> None:
-        super().__init__(file, path)
-        if file is not None and st is None:
-            st = os.fstat(self.fd)
-        #: (device, inode) of the file, None before the first archive is written
-        self.file_id = (st.st_dev, st.st_ino) if st is not None else None
-        self.mode = st.st_mode & 0o7777 if st is not None else None
-        self.members = members
-        self.keys = sorted(members)
-        self.foreign = foreign     # members whose names are not valid keys: kept, not shown
-        self.comment = comment
-        #: where this version of the archive ends (bytes past it: a commit being appended
-        #: or a torn one), where its central directory starts, bytes prepended to it
-        self.end, self.cd_start, self.shift = end, cd_start, shift
-        self._live = live
-        #: this archive's number in its store handle's sequence (the change counter)
-        self.seq = 0
-
-    @property
-    def live(self) -> int:
-        """Bytes the live members take before the directory (computed when first asked:
-        only writers need it)."""
-        if self._live is None:
-            self._live = sum(footprint(m, _ZIP64_LIMIT)
-                             for m in itertools.chain(self.members.values(), self.foreign))
-        return self._live
-
-    @property
-    def dead(self) -> int:
-        """Bytes before the directory that no live member uses (a compaction frees them)."""
-        return max(0, self.cd_start - self.shift - self.live)
-
-    def read_range(self, m: Member, request: ByteRequest) -> bytes:
-        start, end = _resolve(request, m.size)
-        return self.read_span(m, start, end)
 
 
 class ZipStore(Store):
@@ -165,7 +122,7 @@ class ZipStore(Store):
         self._cleaned = False
         self._archive: _Archive | None = None
         #: the (device, inode, size, mtime) of the file when ``_archive`` was found in it
-        self._seen: tuple[int, int, int, int] | None = None
+        self._seen: Ident | None = None
         self._commits = 0                    # commits written by this handle (for tests)
         self._rewrites = 0                   # of which rewrote the whole archive
         self._seqs = itertools.count(1)      # numbers of the archives (change counter)
@@ -190,7 +147,7 @@ class ZipStore(Store):
                 self._release()
         self._fresh()
 
-    def _first_archive(self) -> tuple[tuple[int, int, int, int], _Archive]:
+    def _first_archive(self) -> tuple[Ident, _Archive]:
         """Create the empty archive (we hold the writer lock)."""
         try:
             st, file, _, _, _ = rewrite(self.path, [], set(), b"", None, self._lock_file(),
@@ -222,56 +179,18 @@ class ZipStore(Store):
                 self._archive = archive
             return archive
 
-    def _load(self, prev: _Archive | None) -> tuple[tuple[int, int, int, int], _Archive]:
-        """The archive at the path as its commit record says it ends (see
-        :mod:`kvzarr.stores.zipappend`); ``prev`` itself when it is still that archive."""
-        path = str(self.path)
+    def _load(self, prev: _Archive | None) -> tuple[Ident, _Archive]:
+        """The version of the archive its commit record says is complete (``prev`` when
+        the file only grew by a commit not finished yet), numbered if it is new."""
         try:
-            file = open(self.path, "rb")
+            seen, archive = load(self.path, self._record_fd(), prev)
         except OSError as e:
-            raise _translate(e, path) from e
-        try:
-            fd = file.fileno()
-            st = os.fstat(fd)
-            for _ in range(1000):
-                # The size before and after reading the record agree: the record read is
-                # the one of the commit that made (or is making) the file this long.
-                record = read_record(self._record_fd())
-                again = os.fstat(fd)
-                if again.st_size == st.st_size:
-                    break
-                st = again
-            ends = candidate_ends(fd, st.st_size, st.st_dev, st.st_ino, record)
-            if (prev is not None and prev.file_id == (st.st_dev, st.st_ino)
-                    and ends[0][0] == prev.end < st.st_size):
-                file.close()                 # a torn or running append: nothing new
-                return _ident(st), prev
-            found: Any = None
-            for end, unshifted in ends:
-                try:
-                    found = parse_directory(fd, path, end)
-                except StoreError as e:
-                    found = found or e
-                    continue
-                if not (unshifted and found.shift):
-                    break
-                found = StoreError("not a zip archive: bytes past the last commit",
-                                   path=path)
-            if isinstance(found, StoreError):
-                raise found
-        except BaseException:
-            file.close()
-            raise
-        members: dict[str, Member] = {}
-        foreign: dict[str, Member] = {}
-        for m in found.entries:
-            # A later entry of the same name wins, as in zipfile and zarr-python, whose
-            # zip stores append a duplicate on overwrite; our next commit drops the rest.
-            (members if _is_key(m.name) else foreign)[m.name] = m
-        archive = _Archive(file, members, list(foreign.values()), found.comment, path,
-                           end=found.end, cd_start=found.cd_start, shift=found.shift, st=st)
-        archive.seq = next(self._seqs)
-        return _ident(st), archive
+            if isinstance(e, StoreError):
+                raise
+            raise _translate(e, str(self.path)) from e
+        if archive is not prev:
+            archive.seq = next(self._seqs)
+        return seen, archive
 
     def _record_fd(self) -> int | None:
         """The sidecar holding the commit record (None: a read-only handle finds none)."""
@@ -444,7 +363,7 @@ class ZipStore(Store):
             self._release()
 
     def _finish(self, txn: Any, old: _Archive, writes: dict[str, Any]
-                ) -> tuple[tuple[int, int, int, int], _Archive]:
+                ) -> tuple[Ident, _Archive]:
         """Commit ``writes``: a directory after the appended members, or (compaction)
         a rewrite of the archive when dead bytes would pass the threshold."""
         members, live, limit = dict(old.members), old.live, _ZIP64_LIMIT
@@ -457,7 +376,10 @@ class ZipStore(Store):
                 live += footprint(m, limit)
         path = str(self.path)
         try:
-            if not txn.compact:
+            # An empty archive is replaced rather than appended to: its end record would
+            # stay at offset 0, and a copy of the file cut at byte 22 would be a valid
+            # (empty) archive instead of a damaged one.
+            if not txn.compact and (old.members or old.foreign):
                 pending = self._pending_append(txn)
                 directory = pending.directory([*members.values(), *old.foreign],
                                               old.comment)
@@ -522,7 +444,7 @@ class ZipStore(Store):
 
     def _rewrite(self, old: _Archive, members: dict[str, Member],
                  pending: PendingAppend | None
-                 ) -> tuple[tuple[int, int, int, int], _Archive]:
+                 ) -> tuple[Ident, _Archive]:
         """Write ``members`` (and ``old``'s foreign members) as a new archive and swap it
         in: the first archive, a compaction. Members this transaction appended are
         copied from past the old archive's end, which is cut before the swap."""
@@ -652,7 +574,7 @@ class _Txn:
     end: int = 0
 
 
-# --- loading and planning archives -----------------------------------------------------
+# --- helpers ---------------------------------------------------------------------------
 
 def _changes(old: _Archive, writes: dict[str, Any]) -> bool:
     """Whether ``writes`` make a new archive (erasing only absent keys does not)."""
@@ -673,30 +595,6 @@ def _children(keys: list[str], lo: int, hi: int, prefix: str) -> Iterator[str]:
             yield rest[:cut + 1]
             # "0" is the character after "/": the first key past the child's subtree.
             i = bisect.bisect_left(keys, prefix + rest[:cut] + "0", i + 1, hi)
-
-
-def _resolve(request: ByteRequest, size: int) -> tuple[int, int]:
-    """A byte request as a clipped ``[start, end)`` of a value of ``size`` bytes."""
-    if isinstance(request, RangeRequest):
-        return min(request.start, size), min(request.end, size)
-    if isinstance(request, OffsetRequest):
-        return min(request.offset, size), size
-    if isinstance(request, SuffixRequest):
-        return max(0, size - request.suffix), size
-    raise ValueTypeError(f"not a byte request: {request!r}")
-
-
-def _is_key(name: str) -> bool:
-    try:
-        check_key(name, ZipStore.max_key_bytes)
-        name.encode("utf-8")                  # undecodable names stay foreign
-    except (InvalidKeyError, UnicodeEncodeError):
-        return False
-    return True
-
-
-def _ident(st: os.stat_result) -> tuple[int, int, int, int]:
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _translate(error: OSError, path: str) -> StoreError:
