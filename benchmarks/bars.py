@@ -186,4 +186,14 @@ def check(res: Any) -> list[Bar]:
         for system in (ours, EQUAL_DURABILITY[ours]):
             b.against(system, "W6", "4 writers, disjoint chunks", ["zarr2-lmdb"], 1)
         b.no_loss(ours, "W6", "4 writers, shared chunks")
+    # zip (issue 16 item 5): commits append instead of rewriting the archive. Creating
+    # and opening a hierarchy at least the best zip peer (zarr-python 3 and 2, which never
+    # sync), at the default durability and at theirs; W1 writes at 0.9x the directory
+    # store (which never syncs either)
+    for ours in ("kvzarr-zip", "kvzarr-zip-nofsync"):
+        for metric in ("create arrays", "open + read attributes"):
+            b.against(ours, "W4", metric, ["zarr3-zip", "zarr2-zip"], 1, "best zip peer")
+        for metric in metrics.get("W1", []):
+            if metric.startswith("write"):
+                b.against(ours, "W1", metric, ["kvzarr-fs"], 0.9)
     return b.found

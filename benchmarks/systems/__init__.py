@@ -54,7 +54,7 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
     _k("sql", "kvzarr SQLStore (SQLite)", "raw-sqlite",
        "transactional, WAL, synchronous=FULL"),
     _k("zip", "kvzarr ZipStore", "raw-files",
-       "transactional, archive rewritten and fsynced per commit"),
+       "transactional, commit appended and fsynced (compaction rewrites)"),
     _k("memory", "kvzarr MemoryStore", "raw-memory", "in memory"),
     # the same stores with the durability of the peers they are compared with, to tell
     # the price of syncing apart from the price of the software
@@ -67,7 +67,7 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
     _k("sql", "kvzarr SQLStore, journal_mode='DELETE'", "raw-sqlite",
        "transactional, rollback journal, synchronous=FULL", "-delete",
        {"journal_mode": "DELETE"}),
-    _k("zip", "kvzarr ZipStore, fsync=False", "raw-files", "archive rewritten, no fsync",
+    _k("zip", "kvzarr ZipStore, fsync=False", "raw-files", "commit appended, no fsync",
        "-nofsync", {"fsync": False}),
     # the directory store syncing each value and its directory, as TensorStore's file
     # kvstore does by default (ts-file): the equal-durability pair of that peer

@@ -3,29 +3,44 @@
 Implements the Zarr v3 abstract store interface (core spec, "Abstract store interface")
 over the ZIP format (PKWARE APPNOTE 6.3.x: local file headers, central directory, ZIP64),
 whose byte layout lives in :mod:`kvzarr.stores.zipformat`; this module adds the Store
-contract, transactions, the writer lock and the atomic swap of archives.
+contract, transactions, the writer lock, and the choice between appending a commit in
+place and rewriting the archive (compaction). The append protocol and its crash safety:
+:mod:`kvzarr.stores.zipappend`; one loaded version of the archive:
+:mod:`kvzarr.stores.ziparchive`; the writers of a commit: :mod:`kvzarr.stores.zipcommit`.
 
 Promises:
 
 * Every write is a transaction; ``with store.transaction():`` groups many into one. A
-  commit writes a complete new archive next to the old one (unchanged members' bytes are
-  copied raw, never recompressed), fsyncs it and ``os.replace``-s it over the old one.
-  Readers and a crash see the old archive or the new one, never a mix; a temporary
-  archive left by a killed writer is removed by the next writer that opens the store.
-* Overwrite and erase leave exactly one member per key, so the file stays a plain zip
-  that Python's ``zipfile`` and other Zarr readers open.
+  commit appends its new members, a central directory of every live member and new end
+  records after the old end of the file; nothing before it is rewritten, so readers of
+  the previous directory keep reading valid offsets. Replaced and erased members and old
+  directories become dead bytes. When dead bytes would reach ``COMPACT_MIN_DEAD`` and
+  more than half the file, the commit instead writes a complete new archive next to the
+  old one (live members' compressed bytes copied raw), fsyncs it and ``os.replace``-s
+  it over the old one; :meth:`ZipStore.compact` does that on demand.
+* Crashes: kvzarr sees the old archive or the new one, never a mix. A writer killed
+  mid-append leaves the old archive followed by a torn tail, which kvzarr readers skip
+  (the commit record in ``<archive>.lock`` says where the archive ended) and the next
+  kvzarr writer truncates. Until then, tools that do not know the record (``zipfile``,
+  zarr-python, TensorStore) see the torn tail and fail to open the archive: a zip's
+  directory must end the file, so that window cannot be closed. A killed rewrite
+  leaves a temporary archive, removed by the next writer.
+* Overwrite and erase leave exactly one live member per key in the directory, so the
+  file stays a plain zip that Python's ``zipfile`` and other Zarr readers open after
+  every commit.
 * Writers in all threads and processes are serialised by ``flock`` on the sidecar file
-  ``<archive>.lock``; readers take no lock, read from the archive they opened and switch
-  to a new one when the file at the path was replaced (inode, size or mtime changed).
+  ``<archive>.lock``; readers take no lock, read from the archive version they loaded
+  and load the next when the file at the path grew or was replaced (inode, size or
+  mtime changed).
 * Members are stored uncompressed (``ZIP_STORED``) by default, so a byte range is one
   ``pread`` of the member's data. With ``ZIP_DEFLATED`` a range read inflates the member
   from its start, and ``capabilities.partial_reads`` is false.
-* Cost: each commit rewrites the archive, O(archive size). Batch writes (``set_many``,
-  a transaction) so that many keys cost one rewrite.
-* ``change_counter()`` names the archive a read sees: every archive this handle loads
-  or writes gets the next number of a per-handle sequence (so an inode the filesystem
-  reuses for a later archive can never bring an old number back: the handle holds the
-  archive it last loaded open, and a different file at the path is a new load).
+* Cost: a commit writes its new members and the central directory (46 bytes + the name
+  per live member), O(new data + members); a compaction, O(live data).
+* ``change_counter()`` names the archive version a read sees: every version this handle
+  loads or writes gets the next number of a per-handle sequence (the handle keeps the
+  file it loaded open, so its inode cannot be reused by a later file; an append always
+  grows the file). A running or torn append is not a new version.
 """
 
 from __future__ import annotations
@@ -37,56 +52,36 @@ import itertools
 import os
 import threading
 import time
-import uuid
 import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
-from ..errors import (ConflictError, InvalidKeyError, StoreError, StoreFullError,
-                      StorePermissionError,
-                      UnsupportedOperationError, ValueTypeError)
+from .byteranges import ByteRequest
+from ..errors import (ConflictError, StoreError, StoreFullError, StorePermissionError,
+                      UnsupportedOperationError)
 from .base import Capabilities, Store
 from .keys import check_key, prefix_successor
 from .keylocks import flock_until
 from ..runtime.process import current_pid
 from .overlay import DELETED, merged_keys
-from .zipformat import (SIG_EOCD64, ZIP64_LIMIT, ArchiveFile, ArchiveWriter, Member,
-                        copy_member, dos_datetime, read_directory, write_directory,
-                        write_value)
-
-#: Temporary archives are named ``.<archive name>.kvzarr-tmp-<hex>`` in the same directory.
-TEMP_MARKER = ".kvzarr-tmp-"
+from .ziparchive import ArchiveVersion as _Archive
+from .ziparchive import Ident, load, resolve as _resolve
+from .ziparchive import ident as _ident
+from .zipcommit import TEMP_MARKER, PendingAppend, rewrite
+from .zipformat import SIG_EOCD64, ZIP64_LIMIT, ArchiveFile, Member, footprint, read_directory
 
 
 # The ZIP64 threshold of the archives this module writes, looked up at each commit so
 # tests can lower it to exercise ZIP64 fields on small archives.
 _ZIP64_LIMIT = ZIP64_LIMIT
+#: Compaction: a commit rewrites the archive instead of appending when its dead bytes
+#: (replaced and erased members, old directories) would reach this many bytes AND more
+#: than half the file. Below it, rewriting costs more than the disk it frees.
+COMPACT_MIN_DEAD = 4 << 20
 # Tests reach the format code through this module.
 _read_directory, _SIG_EOCD64 = read_directory, SIG_EOCD64
-
-
-class _Archive(ArchiveFile):
-    """One version of the archive: an open file and its parsed directory. Immutable once
-    built, so readers share it without locks; the file closes when the last user drops it."""
-
-    def __init__(self, file: Any, members: dict[str, Member], foreign: list[Member],
-                 comment: bytes, path: str) -> None:
-        super().__init__(file, path)
-        self.ident = _ident(os.fstat(self.fd)) if file is not None else None
-        self.mode = os.fstat(self.fd).st_mode & 0o7777 if file is not None else None
-        self.members = members
-        self.keys = sorted(members)
-        self.foreign = foreign     # members whose names are not valid keys: kept, not shown
-        self.comment = comment
-        #: this archive's number in its store handle's sequence (the change counter)
-        self.seq = 0
-
-    def read_range(self, m: Member, request: ByteRequest) -> bytes:
-        start, end = _resolve(request, m.size)
-        return self.read_span(m, start, end)
 
 
 class ZipStore(Store):
@@ -121,10 +116,15 @@ class ZipStore(Store):
         self._pid = current_pid()
         self._mutex = threading.Lock()       # one writing thread of this process at a time
         self._load_lock = threading.Lock()
+        self._fd_lock = threading.Lock()     # opening the sidecar's descriptors
         self._lock_fd: int | None = None
+        self._record_ro_fd: int | None = None   # the sidecar, on a read-only handle
         self._cleaned = False
         self._archive: _Archive | None = None
-        self._commits = 0                    # archives written by this handle (for tests)
+        #: the (device, inode, size, mtime) of the file when ``_archive`` was found in it
+        self._seen: Ident | None = None
+        self._commits = 0                    # commits written by this handle (for tests)
+        self._rewrites = 0                   # of which rewrote the whole archive
         self._seqs = itertools.count(1)      # numbers of the archives (change counter)
         if read_only:
             if not self.path.is_file():
@@ -141,51 +141,92 @@ class ZipStore(Store):
             self._acquire()
             try:
                 if not self.path.exists():
-                    self._archive = self._write([], _Archive(None, {}, [], b"", str(self.path)))
+                    self._seen, self._archive = self._first_archive()
                     self._archive.seq = next(self._seqs)
             finally:
                 self._release()
         self._fresh()
 
+    def _first_archive(self) -> tuple[Ident, _Archive]:
+        """Create the empty archive (we hold the writer lock)."""
+        try:
+            st, file, _, _, _ = rewrite(self.path, [], set(), b"", None, self._lock_file(),
+                                        _ZIP64_LIMIT, self.fsync, lambda: None)
+        except OSError as e:
+            raise _translate(e, str(self.path)) from e
+        self._rewrites += 1
+        return _ident(st), _Archive(file, {}, [], b"", str(self.path), end=st.st_size,
+                                    cd_start=0, live=0, st=st)
+
     # -- reading -------------------------------------------------------------------------
 
     def _fresh(self) -> _Archive:
-        """The archive now at the path, reloaded if another writer replaced it."""
+        """The archive now at the path: reloaded when the file changed (a commit appended
+        to it, or a compaction replaced it). While the file ends in bytes past the
+        archive (a commit being appended, or a torn one) every call looks again."""
         try:
             ident = _ident(os.stat(self.path))
         except FileNotFoundError:
             raise StoreError("the zip archive was removed", path=str(self.path)) from None
         self._check_fork()
         archive = self._archive
-        if archive is not None and archive.ident == ident:
+        if archive is not None and self._seen == ident and archive.end == ident[2]:
             return archive
         with self._load_lock:
             archive = self._archive
-            if archive is None or archive.ident != ident:
-                archive = _load(self.path)
-                archive.seq = next(self._seqs)
+            if archive is None or self._seen != ident or archive.end != ident[2]:
+                self._seen, archive = self._load(archive)
                 self._archive = archive
             return archive
+
+    def _load(self, prev: _Archive | None) -> tuple[Ident, _Archive]:
+        """The version of the archive its commit record says is complete (``prev`` when
+        the file only grew by a commit not finished yet), numbered if it is new."""
+        try:
+            seen, archive = load(self.path, self._record_fd(), prev)
+        except OSError as e:
+            if isinstance(e, StoreError):
+                raise
+            raise _translate(e, str(self.path)) from e
+        if archive is not prev:
+            archive.seq = next(self._seqs)
+        return seen, archive
+
+    def _record_fd(self) -> int | None:
+        """The sidecar holding the commit record (None: a read-only handle finds none)."""
+        if not self.read_only:
+            return self._lock_file()
+        with self._fd_lock:
+            if self._record_ro_fd is None:
+                try:
+                    self._record_ro_fd = os.open(self.lock_path, os.O_RDONLY | os.O_CLOEXEC)
+                except FileNotFoundError:
+                    return None
+                except OSError as e:
+                    raise _translate(e, str(self.lock_path)) from e
+            return self._record_ro_fd
 
     def _check_fork(self) -> None:
         """After fork the child owns neither the parent's lock nor its thread state."""
         if self._pid != current_pid():
             self._pid, self._lock_fd, self._archive = current_pid(), None, None
+            self._record_ro_fd = None
             self._mutex = threading.Lock()
             self._load_lock = threading.Lock()
+            self._fd_lock = threading.Lock()
 
-    def _view(self) -> tuple[_Archive, dict[str, Any] | None]:
-        """The archive this thread reads and its transaction's pending writes, if any."""
+    def _view(self) -> tuple[_Archive, Any]:
+        """The archive this thread reads and its transaction (None outside one)."""
         txn = self._current_transaction()
         if txn is None:
             return self._fresh(), None
-        return txn.archive, txn.writes
+        return txn.archive, txn
 
     def _get(self, key: str) -> bytes | None:
-        archive, writes = self._view()
-        if writes and key in writes:
-            value = writes[key]
-            return None if value is DELETED else value
+        archive, txn = self._view()
+        if txn is not None and txn.writes and key in txn.writes:
+            m = txn.writes[key]
+            return None if m is DELETED else txn.pending.file.read(m)
         m = archive.members.get(key)
         return None if m is None else archive.read(m)
 
@@ -197,39 +238,38 @@ class ZipStore(Store):
             yield i, self._get(check_key(key, self.max_key_bytes))
 
     def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
-        archive, writes = self._view()
-        if writes and key in writes:
-            value = writes[key]
-            if value is DELETED:
+        archive, txn = self._view()
+        if txn is not None and txn.writes and key in txn.writes:
+            m = txn.writes[key]
+            if m is DELETED:
                 return None
-            start, end = _resolve(request, len(value))
-            return value[start:end]
+            return txn.pending.file.read_span(m, *_resolve(request, m.size))
         m = archive.members.get(key)
         return None if m is None else archive.read_range(m, request)
 
     def _exists(self, key: str) -> bool:
-        archive, writes = self._view()
-        if writes and key in writes:
-            return writes[key] is not DELETED
+        archive, txn = self._view()
+        if txn is not None and txn.writes and key in txn.writes:
+            return txn.writes[key] is not DELETED
         return key in archive.members
 
     def _getsize(self, key: str) -> int | None:
-        archive, writes = self._view()
-        if writes and key in writes:
-            value = writes[key]
-            return None if value is DELETED else len(value)
+        archive, txn = self._view()
+        if txn is not None and txn.writes and key in txn.writes:
+            m = txn.writes[key]
+            return None if m is DELETED else m.size
         m = archive.members.get(key)
         return None if m is None else m.size
 
     def _sorted_keys(self, prefix: str) -> tuple[list[str], int, int]:
         """A sorted key list and the index range ``[lo, hi)`` of the keys under ``prefix``."""
-        archive, writes = self._view()
+        archive, txn = self._view()
         keys = archive.keys
         lo = bisect.bisect_left(keys, prefix)
         succ = prefix_successor(prefix)
         hi = len(keys) if succ is None else bisect.bisect_left(keys, succ, lo)
-        if writes:
-            keys = merged_keys(keys[lo:hi], writes, prefix)
+        if txn is not None and txn.writes:
+            keys = merged_keys(keys[lo:hi], txn.writes, prefix)
             lo, hi = 0, len(keys)
         return keys, lo, hi
 
@@ -243,25 +283,51 @@ class ZipStore(Store):
 
     # -- writing -------------------------------------------------------------------------
 
-    def _pending(self) -> dict[str, Any] | None:
-        txn = self._current_transaction()
-        return None if txn is None else txn.writes
+    #: values are written to the file by ``_set_many`` (see ``_add``), so callers may
+    #: hand over buffers they reuse afterwards
+    copies_values = True
 
     def _set(self, key: str, value: bytes) -> None:
-        writes = self._pending()
-        if writes is None:
+        self._set_many([(key, value)])
+
+    def _set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        txn = self._current_transaction()
+        if txn is None or txn.writes is None:
             with self.transaction():           # a lone write is a one-write transaction
-                self._set(key, value)
+                self._set_many(items)
             return
-        writes[key] = value
+        self._add(txn, items)
+
+    def _add(self, txn: Any, items: Sequence[tuple[str, bytes]]) -> None:
+        """Append ``items`` past the end of the archive now (kvzarr readers do not look
+        there until the commit's directory follows them): the store keeps no copy."""
+        if not items:
+            return
+        pending = self._pending_append(txn)
+        try:
+            members = pending.add(items, self.compression, self.compresslevel)
+        except OSError as e:
+            raise _translate(e, str(self.path)) from e
+        for m in members:
+            txn.writes[m.name] = m
+
+    def _pending_append(self, txn: Any) -> PendingAppend:
+        if txn.pending is None:
+            old = txn.archive
+            try:
+                txn.pending = PendingAppend(str(self.path), old.file_id, old.end,
+                                            self._lock_file(), _ZIP64_LIMIT, self.fsync)
+            except OSError as e:
+                raise _translate(e, str(self.path)) from e
+        return txn.pending
 
     def _erase(self, key: str) -> None:
-        writes = self._pending()
-        if writes is None:
+        txn = self._current_transaction()
+        if txn is None or txn.writes is None:
             with self.transaction():
                 self._erase(key)
             return
-        writes[key] = DELETED
+        txn.writes[key] = DELETED
 
     # Transaction hooks. A write transaction holds the writer lock from begin to end and
     # reads the archive that was current when it got the lock, so nothing can commit
@@ -272,7 +338,10 @@ class ZipStore(Store):
             return _Txn(self._fresh(), None)
         self._acquire()
         try:
-            return _Txn(self._fresh(), {})
+            archive = self._fresh()
+            if archive.file is None:           # no archive yet (cannot happen after init)
+                raise StoreError("the zip archive is missing", path=str(self.path))
+            return _Txn(archive, {})
         except BaseException:
             self._release()
             raise
@@ -281,13 +350,64 @@ class ZipStore(Store):
         if handle.writes is None:
             return
         try:
-            plan = _plan(handle.archive, handle.writes)
-            if plan is not None:
-                archive = self._write(plan, handle.archive)
+            old, writes = handle.archive, handle.writes
+            if handle.compact or _changes(old, writes):
+                seen, archive = self._finish(handle, old, writes)
                 archive.seq = handle.seq if handle.seq else next(self._seqs)
-                self._archive = archive
+                handle.end = archive.end
+                with self._load_lock:
+                    self._seen, self._archive = seen, archive
         finally:
+            if handle.pending is not None:
+                handle.pending.abandon()       # no-op once finished
             self._release()
+
+    def _finish(self, txn: Any, old: _Archive, writes: dict[str, Any]
+                ) -> tuple[Ident, _Archive]:
+        """Commit ``writes``: a directory after the appended members, or (compaction)
+        a rewrite of the archive when dead bytes would pass the threshold."""
+        members, live, limit = dict(old.members), old.live, _ZIP64_LIMIT
+        for name, m in writes.items():
+            gone = members.pop(name, None)
+            if gone is not None:
+                live -= footprint(gone, limit)
+            if m is not DELETED:
+                members[name] = m
+                live += footprint(m, limit)
+        path = str(self.path)
+        try:
+            # An empty archive is replaced rather than appended to: its end record would
+            # stay at offset 0, and a copy of the file cut at byte 22 would be a valid
+            # (empty) archive instead of a damaged one.
+            if not txn.compact and (old.members or old.foreign):
+                pending = self._pending_append(txn)
+                directory = pending.directory([*members.values(), *old.foreign],
+                                              old.comment)
+                dead = pending.pos - live
+                if not (dead >= COMPACT_MIN_DEAD and 2 * dead > directory.pos):
+                    st, file = pending.finish(directory)
+                    self._commits += 1
+                    return _ident(st), _Archive(file, members, list(old.foreign),
+                                                old.comment, path, end=directory.pos,
+                                                cd_start=pending.pos, live=live, st=st)
+            return self._rewrite(old, members, txn.pending)
+        except OSError as e:
+            if isinstance(e, StoreError):
+                raise
+            raise _translate(e, path) from e
+
+    def compact(self) -> int:
+        """Rewrite the archive without dead bytes (members that were replaced or erased,
+        the directories of earlier commits) and return how many bytes that freed. Commits
+        do this themselves when dead bytes pass ``COMPACT_MIN_DEAD`` and half the file;
+        call this to reclaim the rest (e.g. before shipping the archive). One write
+        transaction (inside an open one, part of it): readers keep the archive they
+        read, and a crash leaves the old archive or the compacted one."""
+        with self.transaction():
+            txn = self._current_transaction()
+            txn.compact = True
+            before = txn.archive.end
+        return before - txn.end
 
     def _change_counter(self) -> int:
         """The number of the archive this thread reads (see the module docstring); in a
@@ -296,7 +416,7 @@ class ZipStore(Store):
         txn = self._current_transaction()
         if txn is None:
             return self._fresh().seq
-        if txn.writes is None or not _changes(txn.archive, txn.writes):
+        if txn.writes is None or not (txn.compact or _changes(txn.archive, txn.writes)):
             return txn.archive.seq
         if not txn.seq:
             txn.seq = next(self._seqs)
@@ -304,50 +424,49 @@ class ZipStore(Store):
 
     def _abort(self, handle: Any) -> None:
         if handle.writes is not None:
-            self._release()
+            try:
+                if handle.pending is not None:
+                    handle.pending.abandon()   # the archive as it was
+            finally:
+                self._release()
 
-    def _write(self, plan: list[tuple[str, Member | None, bytes | None]],
-               old: _Archive) -> _Archive:
-        """Write ``plan`` as a new archive beside the old one and swap it in."""
-        tmp = self.path.with_name(f".{self.path.name}{TEMP_MARKER}{uuid.uuid4().hex}")
-        path = str(self.path)
+    def _cut_torn_tail(self, old: _Archive) -> None:
+        """Truncate what a killed writer appended past ``old`` (we hold the writer lock),
+        so that no reader of the file ever parses that tail."""
+        if old.file is None:
+            return
         try:
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+            st = os.stat(self.path)
+            if (st.st_dev, st.st_ino) == old.file_id and st.st_size > old.end:
+                os.truncate(self.path, old.end)
         except OSError as e:
-            raise _translate(e, path) from e
-        try:
-            if old.mode is not None:
-                os.fchmod(fd, old.mode)
-            out = ArchiveWriter(fd, _ZIP64_LIMIT)
-            members: dict[str, Member] = {}
-            foreign: list[Member] = []
-            stamp = dos_datetime(time.localtime()[:6])
-            for name, src, value in plan:
-                if value is not None:
-                    m = write_value(out, name, value, stamp, self.compression,
-                                    self.compresslevel)
-                else:
-                    m = copy_member(out, old, src)
-                if value is not None or name in old.members:
-                    members[name] = m
-                else:
-                    foreign.append(m)
-            write_directory(out, [*members.values(), *foreign], old.comment)
-            out.flush()
-            if self.fsync:
-                os.fsync(fd)
-            os.replace(tmp, self.path)
-        except BaseException as e:
-            os.close(fd)
-            _unlink_quietly(tmp)
-            if isinstance(e, OSError) and not isinstance(e, StoreError):
-                raise _translate(e, path) from e
-            raise
-        reader = os.fdopen(fd, "rb")           # the new archive, read through the same fd
-        if self.fsync:
-            _fsync_directory(self.path.parent)
+            raise _translate(e, str(self.path)) from e
+
+    def _rewrite(self, old: _Archive, members: dict[str, Member],
+                 pending: PendingAppend | None
+                 ) -> tuple[Ident, _Archive]:
+        """Write ``members`` (and ``old``'s foreign members) as a new archive and swap it
+        in: the first archive, a compaction. Members this transaction appended are
+        copied from past the old archive's end, which is cut before the swap."""
+        plan: list[tuple[str, ArchiveFile, Member]] = [(m.name, old, m) for m in old.foreign]
+        for name, m in members.items():
+            fresh = pending is not None and m.header_offset >= pending.start
+            plan.append((name, pending.file if fresh else old, m))
+        plan.sort(key=lambda entry: entry[0])
+
+        def before_swap() -> None:
+            if pending is not None:
+                pending.abandon()
+            else:
+                self._cut_torn_tail(old)
+
+        st, file, new, foreign, cd_start = rewrite(
+            self.path, plan, {m.name for m in old.foreign}, old.comment, old.mode,
+            self._lock_file(), _ZIP64_LIMIT, self.fsync, before_swap)
         self._commits += 1
-        return _Archive(reader, members, foreign, old.comment, path)
+        self._rewrites += 1
+        return _ident(st), _Archive(file, new, foreign, old.comment, str(self.path),
+                                    end=st.st_size, cd_start=cd_start, live=cd_start, st=st)
 
     # -- the writer lock -----------------------------------------------------------------
 
@@ -370,9 +489,13 @@ class ZipStore(Store):
             raise
 
     def _lock_file(self) -> int:
+        """The sidecar, opened once (under a lock: the flock is per descriptor, so two
+        descriptors in one process would not exclude each other)."""
         if self._lock_fd is None:
-            self._lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
-                                    0o666)
+            with self._fd_lock:
+                if self._lock_fd is None:
+                    self._lock_fd = os.open(self.lock_path,
+                                            os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
         return self._lock_fd
 
     @staticmethod
@@ -387,8 +510,8 @@ class ZipStore(Store):
             self._mutex.release()
 
     def _clean_if_idle(self) -> None:
-        """At open: remove a killed writer's temporary archive if no writer is active
-        (otherwise the first write of this handle does it)."""
+        """At open: remove a killed writer's temporary archive and truncate the torn
+        tail it appended, if no writer is active (otherwise the next commit does it)."""
         try:
             fcntl.flock(self._lock_file(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -398,6 +521,7 @@ class ZipStore(Store):
         try:
             self._remove_stale_temps()
             self._cleaned = True
+            self._cut_torn_tail(self._fresh())
         finally:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
@@ -411,7 +535,10 @@ class ZipStore(Store):
             return
         for entry in entries:
             if entry.name.startswith(start):
-                _unlink_quietly(Path(entry.path))
+                try:
+                    os.unlink(entry.path)
+                except OSError:
+                    pass
 
     def _reopen_args(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
         return (str(self.path),), dict(
@@ -420,9 +547,11 @@ class ZipStore(Store):
             lock_timeout=self.lock_timeout)
 
     def _close(self) -> None:
-        if self._lock_fd is not None and self._pid == current_pid():
-            os.close(self._lock_fd)
-        self._lock_fd = None
+        if self._pid == current_pid():
+            for fd in (self._lock_fd, self._record_ro_fd):
+                if fd is not None:
+                    os.close(fd)
+        self._lock_fd = self._record_ro_fd = None
         if self._archive is not None and self._archive.file is not None:
             self._archive.file.close()
         self._archive = None
@@ -437,47 +566,15 @@ class _Txn:
     writes: dict[str, Any] | None        # None in a read transaction
     #: the number reserved for the archive this transaction writes (0: none yet)
     seq: int = 0
+    #: the members this transaction appended so far (None: nothing yet)
+    pending: PendingAppend | None = None
+    #: rewrite the archive without dead bytes at commit (ZipStore.compact)
+    compact: bool = False
+    #: the length of the archive the commit wrote
+    end: int = 0
 
 
-# --- loading and planning archives -----------------------------------------------------
-
-def _load(path: Path) -> _Archive:
-    """Open the archive at ``path`` and parse its central directory."""
-    try:
-        file = open(path, "rb")
-    except OSError as e:
-        raise _translate(e, str(path)) from e
-    try:
-        entries, comment = read_directory(file.fileno(), str(path))
-    except BaseException:
-        file.close()
-        raise
-    members: dict[str, Member] = {}
-    foreign: dict[str, Member] = {}
-    for m in entries:
-        # A later entry of the same name wins, as in zipfile and zarr-python, whose zip
-        # stores append a duplicate on overwrite; our next commit drops the earlier ones.
-        (members if _is_key(m.name) else foreign)[m.name] = m
-    return _Archive(file, members, list(foreign.values()), comment, str(path))
-
-
-def _plan(old: _Archive, writes: dict[str, Any]
-          ) -> list[tuple[str, Member | None, bytes | None]] | None:
-    """The members of the next archive in name order: (name, old member to copy, new
-    value); None when ``writes`` change nothing."""
-    if not _changes(old, writes):
-        return None
-    entries: dict[str, tuple[str, Member | None, bytes | None]] = {
-        m.name: (m.name, m, None) for m in old.foreign}
-    for name, m in old.members.items():
-        entries[name] = (name, m, None)
-    for name, value in writes.items():
-        if value is DELETED:
-            entries.pop(name, None)
-        else:
-            entries[name] = (name, None, value)
-    return [entries[name] for name in sorted(entries)]
-
+# --- helpers ---------------------------------------------------------------------------
 
 def _changes(old: _Archive, writes: dict[str, Any]) -> bool:
     """Whether ``writes`` make a new archive (erasing only absent keys does not)."""
@@ -498,51 +595,6 @@ def _children(keys: list[str], lo: int, hi: int, prefix: str) -> Iterator[str]:
             yield rest[:cut + 1]
             # "0" is the character after "/": the first key past the child's subtree.
             i = bisect.bisect_left(keys, prefix + rest[:cut] + "0", i + 1, hi)
-
-
-def _resolve(request: ByteRequest, size: int) -> tuple[int, int]:
-    """A byte request as a clipped ``[start, end)`` of a value of ``size`` bytes."""
-    if isinstance(request, RangeRequest):
-        return min(request.start, size), min(request.end, size)
-    if isinstance(request, OffsetRequest):
-        return min(request.offset, size), size
-    if isinstance(request, SuffixRequest):
-        return max(0, size - request.suffix), size
-    raise ValueTypeError(f"not a byte request: {request!r}")
-
-
-def _is_key(name: str) -> bool:
-    try:
-        check_key(name, ZipStore.max_key_bytes)
-        name.encode("utf-8")                  # undecodable names stay foreign
-    except (InvalidKeyError, UnicodeEncodeError):
-        return False
-    return True
-
-
-def _ident(st: os.stat_result) -> tuple[int, int, int, int]:
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make the rename durable: fsync the directory entry (POSIX)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _unlink_quietly(path: Path) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 
 
 def _translate(error: OSError, path: str) -> StoreError:

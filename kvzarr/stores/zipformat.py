@@ -203,15 +203,35 @@ class ArchiveFile:
                                         key=m.name, path=self.path) from e
 
 
+@dataclass(slots=True)
+class Directory:
+    """What the end records and central directory of an archive say."""
+    entries: list[Member]          # in directory order, duplicate names included
+    comment: bytes
+    cd_start: int                  # file offset of the central directory
+    shift: int                     # bytes prepended to the archive (self-extractors)
+    end: int                       # the length of the archive these records end
+
+
 def read_directory(fd: int, path: str) -> tuple[list[Member], bytes]:
     """The central directory's entries and the archive comment, read as zipfile reads
     them (ZIP64 records, bytes prepended to the archive); an empty file is an empty
     archive (what a zip writer that never finished leaves)."""
-    size = os.fstat(fd).st_size
+    d = parse_directory(fd, path)
+    return d.entries, d.comment
+
+
+def parse_directory(fd: int, path: str, end: int | None = None) -> Directory:
+    """:func:`read_directory` of the archive that ends at byte ``end`` of the file (its
+    size by default): the bytes past ``end`` are not looked at, so an archive followed by
+    a torn append reads as it was before the append."""
+    size = os.fstat(fd).st_size if end is None else end
     if size == 0:
-        return [], b""
+        return Directory([], b"", 0, 0, 0)
     tail_len = min(size, EOCD.size + 0xFFFF)
     tail = os.pread(fd, tail_len, size - tail_len)
+    if len(tail) != tail_len:
+        raise StoreError("corrupt zip archive: the file is shorter than its end", path=path)
     at = tail.rfind(SIG_EOCD)
     while at >= 0 and at + EOCD.size > len(tail):
         at = tail.rfind(SIG_EOCD, 0, at)
@@ -259,7 +279,7 @@ def read_directory(fd: int, path: str) -> tuple[list[Member], bytes]:
     if len(entries) != count:
         raise StoreError(f"corrupt zip archive: {len(entries)} entries, {count} announced",
                          path=path)
-    return entries, comment
+    return Directory(entries, comment, cd_offset + shift, shift, size)
 
 
 def _check_member(name: str, offset: int, method: int, csize: int, usize: int,
@@ -305,8 +325,9 @@ class ArchiveWriter:
     """Sequential writer on a raw fd with its own buffer and position. Sizes and offsets
     past ``zip64_limit`` get ZIP64 fields (a lower limit exercises them on small data)."""
 
-    def __init__(self, fd: int, zip64_limit: int = ZIP64_LIMIT) -> None:
-        self.fd, self.pos, self._buf = fd, 0, bytearray()
+    def __init__(self, fd: int, zip64_limit: int = ZIP64_LIMIT, start: int = 0) -> None:
+        """``start``: the file offset the fd is positioned at (appends start past 0)."""
+        self.fd, self.pos, self._buf = fd, start, bytearray()
         self.zip64_limit = zip64_limit
 
     def write(self, data: bytes) -> None:
@@ -332,6 +353,18 @@ class ArchiveWriter:
             done += n
 
 
+class BytesOut:
+    """An :class:`ArchiveWriter` into memory, for records whose bytes are needed before
+    they are written (their CRC goes into the commit record first)."""
+
+    def __init__(self, start: int, zip64_limit: int = ZIP64_LIMIT) -> None:
+        self.pos, self.zip64_limit, self.data = start, zip64_limit, bytearray()
+
+    def write(self, data: bytes) -> None:
+        self.pos += len(data)
+        self.data += data
+
+
 def _write_all(fd: int, data: bytes | bytearray) -> None:
     view = memoryview(data)
     while view:
@@ -342,6 +375,17 @@ def write_value(out: ArchiveWriter, name: str, value: bytes, stamp: tuple[int, i
                 compression: int, compresslevel: int | None) -> Member:
     """Write ``value`` as a new member: deflated if ``compression`` is ``ZIP_DEFLATED``
     and that makes it smaller, stored otherwise."""
+    m, data = encode_value(name, value, stamp, compression, compresslevel)
+    m.header_offset = out.pos
+    write_local_header(out, m)
+    out.write(data)
+    return m
+
+
+def encode_value(name: str, value: bytes, stamp: tuple[int, int], compression: int,
+                 compresslevel: int | None) -> tuple[Member, bytes]:
+    """A new member for ``value`` (its header offset still 0) and the data to store:
+    deflated if ``compression`` is ``ZIP_DEFLATED`` and that makes it smaller."""
     crc = zlib.crc32(value)
     method, data = zipfile.ZIP_STORED, value
     if compression == zipfile.ZIP_DEFLATED and value:
@@ -350,11 +394,8 @@ def write_value(out: ArchiveWriter, name: str, value: bytes, stamp: tuple[int, i
         packed = packer.compress(value) + packer.flush()
         if len(packed) < len(value):      # incompressible values stay stored
             method, data = zipfile.ZIP_DEFLATED, packed
-    m = Member(name, out.pos, method, crc, len(data), len(value), stamp[0], stamp[1],
-               _DEFAULT_ATTR, 0)
-    write_local_header(out, m)
-    out.write(data)
-    return m
+    return Member(name, 0, method, crc, len(data), len(value), stamp[0], stamp[1],
+                  _DEFAULT_ATTR, 0), data
 
 
 def copy_member(out: ArchiveWriter, old: ArchiveFile, src: Member) -> Member:
@@ -372,7 +413,7 @@ def _name_and_flags(m: Member) -> tuple[bytes, int]:
     return m.name.encode("utf-8", "surrogateescape"), m.flags | _FLAG_UTF8
 
 
-def write_local_header(out: ArchiveWriter, m: Member) -> None:
+def write_local_header(out: ArchiveWriter | BytesOut, m: Member) -> None:
     name, flags = _name_and_flags(m)
     big = m.size > out.zip64_limit or m.csize > out.zip64_limit
     extra = struct.pack("<2H2Q", 1, 16, m.size, m.csize) if big else b""
@@ -383,11 +424,20 @@ def write_local_header(out: ArchiveWriter, m: Member) -> None:
     m.data_offset = m.header_offset + LOCAL.size + len(name) + len(extra)
 
 
-def write_directory(out: ArchiveWriter, members: list[Member], comment: bytes) -> None:
-    """The central directory of ``members`` (sorted in place by header offset) and the
-    end records, ZIP64 ones first when a count, size or offset needs them."""
+def footprint(m: Member, zip64_limit: int = ZIP64_LIMIT) -> int:
+    """Bytes a member takes before the central directory as this module writes it
+    (local header, name, ZIP64 extra, data): what erasing or replacing it leaves dead."""
+    big = m.size > zip64_limit or m.csize > zip64_limit
+    return LOCAL.size + len(_name_and_flags(m)[0]) + (20 if big else 0) + m.csize
+
+
+def write_directory(out: ArchiveWriter | BytesOut, members: list[Member],
+                    comment: bytes) -> None:
+    """The central directory of ``members`` (sorted in place by name, so ``zipfile``
+    lists them in key order wherever their data lies) and the end records, ZIP64 ones
+    first when a count, size or offset needs them."""
     limit = out.zip64_limit
-    members.sort(key=lambda m: m.header_offset)
+    members.sort(key=lambda m: m.name)
     start = out.pos
     for m in members:
         name, flags = _name_and_flags(m)

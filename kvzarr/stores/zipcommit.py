@@ -1,0 +1,207 @@
+"""Writing one commit of the zip store, with the writer lock held: the members a write
+transaction appends past the end of the archive as they are set (:class:`PendingAppend`),
+finished by a central directory and end records in place, or a complete new archive
+swapped in for the old one (:func:`rewrite`: the first archive, and compactions).
+
+Byte layout: :mod:`kvzarr.stores.zipformat`; the commit record and how readers find the
+end of the archive: :mod:`kvzarr.stores.zipappend`. Errors are the OS's ``OSError``s; the
+store translates them.
+
+Crash promises: while a transaction appends, the commit record says the archive ends
+where it ended (target unknown), so kvzarr readers never look at the new bytes, and a
+writer killed at any moment leaves the old archive plus a tail the next writer cuts.
+:meth:`PendingAppend.finish` stores the final record (the new length and the CRC-32 of the
+new directory) before the directory's first byte, so a reader that sees the file at its
+new length can tell the commit is complete. A rewrite writes a temporary file, fsyncs it,
+records it and renames it over the archive: a crash leaves the old archive or the new one,
+and possibly the temporary file, which the next writer removes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+import zlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .zipappend import UNKNOWN, CommitRecord, datasync, write_record
+from .zipformat import (ArchiveFile, ArchiveWriter, BytesOut, Member, copy_member,
+                        dos_datetime, encode_value, write_directory, write_local_header)
+
+#: Temporary archives are named ``.<archive name>.kvzarr-tmp-<hex>`` in the same directory.
+TEMP_MARKER = ".kvzarr-tmp-"
+#: at most this many buffers per pwritev call (POSIX guarantees IOV_MAX >= 16; Linux 1024)
+_IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 16, 1024)
+
+
+class FileChangedError(OSError):
+    """The file at the archive's path is not the archive the transaction read (another
+    program replaced or cut it)."""
+
+
+class PendingAppend:
+    """The members one write transaction appends past byte ``end`` of the archive file
+    ``file_id``. :meth:`add` writes them at once (a value is in the page cache when it
+    returns, so callers need not keep it); :meth:`finish` makes them a commit;
+    :meth:`abandon` truncates them away. Members it wrote read back through ``file``."""
+
+    def __init__(self, path: str, file_id: tuple[int, int], end: int, record_fd: int,
+                 zip64_limit: int, durable: bool) -> None:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != file_id or st.st_size < end:
+                raise FileChangedError(f"the zip archive {path} was changed by another "
+                                       f"program")
+            if st.st_size > end:
+                os.ftruncate(fd, end)            # the torn tail of a killed writer
+            # No fsync: this record is for readers racing the append. After a power loss
+            # the previous commit's record (whose target is ``end``) serves, see zipappend.
+            write_record(record_fd, CommitRecord(st.st_dev, st.st_ino, end, UNKNOWN, 0, 0),
+                         durable=False)
+        except BaseException:
+            os.close(fd)
+            raise
+        self.file = ArchiveFile(os.fdopen(fd, "rb"), path)
+        self.fd, self.file_id, self.record_fd = fd, file_id, record_fd
+        self.start = self.pos = end
+        self.zip64_limit, self.durable = zip64_limit, durable
+        self.done = False
+
+    def add(self, items: Sequence[tuple[str, Any]], compression: int,
+            compresslevel: int | None) -> list[Member]:
+        """Append ``items`` (name, bytes-like value) as new members, in one write."""
+        stamp = dos_datetime(time.localtime()[:6])
+        buffers: list[Any] = []
+        members: list[Member] = []
+        pos = self.pos
+        for name, value in items:
+            m, data = encode_value(name, value, stamp, compression, compresslevel)
+            m.header_offset = pos
+            head = BytesOut(pos, self.zip64_limit)
+            write_local_header(head, m)
+            buffers += (head.data, data)
+            pos = head.pos + len(data)
+            members.append(m)
+        try:
+            write_at(self.fd, buffers, self.pos)
+        except BaseException:
+            os.ftruncate(self.fd, self.pos)      # no half member stays behind
+            raise
+        self.pos = pos
+        return members
+
+    def directory(self, live: list[Member], comment: bytes) -> BytesOut:
+        """The central directory and end records of ``live``, to go at the end."""
+        out = BytesOut(self.pos, self.zip64_limit)
+        write_directory(out, live, comment)
+        return out
+
+    def finish(self, directory: BytesOut) -> tuple[os.stat_result, Any]:
+        """Write ``directory`` (from :meth:`directory`) after the members: the commit.
+        Returns the file's status and its open file object (now the caller's)."""
+        dev, ino = self.file_id
+        write_record(self.record_fd, CommitRecord(dev, ino, self.start, directory.pos,
+                                                  self.pos, zlib.crc32(directory.data)),
+                     durable=False)
+        write_at(self.fd, [directory.data], self.pos)
+        if self.durable:
+            datasync(self.fd)                    # the archive first: the record names it
+            datasync(self.record_fd)
+        self.done = True
+        file, self.file.file = self.file.file, None
+        return os.fstat(self.fd), file
+
+    def abandon(self) -> None:
+        """Truncate what was appended (the archive as it was) and close; idempotent."""
+        if self.done:
+            return
+        self.done = True
+        try:
+            os.ftruncate(self.fd, self.start)
+        except OSError:
+            pass                                 # the next writer cuts the tail
+        file, self.file.file = self.file.file, None
+        if file is not None:
+            file.close()
+
+
+def write_at(fd: int, buffers: Sequence[Any], offset: int) -> None:
+    """Write ``buffers`` one after another from ``offset``, without joining them."""
+    views = [memoryview(b).cast("B") for b in buffers if len(b)]
+    pwritev = getattr(os, "pwritev", None)
+    i = 0
+    while i < len(views):
+        if pwritev is None:
+            n = os.pwrite(fd, views[i], offset)
+        else:
+            n = pwritev(fd, views[i:i + _IOV_MAX], offset)
+        offset += n
+        while n:
+            if n >= len(views[i]):
+                n -= len(views[i])
+                i += 1
+            else:
+                views[i], n = views[i][n:], 0
+
+
+def rewrite(path: Path, plan: Sequence[tuple[str, ArchiveFile, Member]], foreign: set[str],
+            comment: bytes, mode: int | None, record_fd: int, zip64_limit: int,
+            durable: bool, before_swap: Callable[[], None]
+            ) -> tuple[os.stat_result, Any, dict[str, Member], list[Member], int]:
+    """Write a new archive of ``plan`` (name, file holding the member, member; in name
+    order) beside the old one and rename it over it; ``foreign`` names the members
+    that are not keys. ``before_swap`` runs once the new archive is on disk, just
+    before its record and the rename. Returns the new file's status, its open file
+    object, its key members, its foreign members and where its directory starts."""
+    tmp = path.with_name(f".{path.name}{TEMP_MARKER}{uuid.uuid4().hex}")
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        if mode is not None:
+            os.fchmod(fd, mode)
+        out = ArchiveWriter(fd, zip64_limit)
+        members: dict[str, Member] = {}
+        others: list[Member] = []
+        for name, source, src in plan:
+            m = copy_member(out, source, src)
+            if name in foreign:
+                others.append(m)
+            else:
+                members[name] = m
+        cd_start = out.pos
+        write_directory(out, [*members.values(), *others], comment)
+        out.flush()
+        if durable:
+            os.fsync(fd)
+        st = os.fstat(fd)
+        before_swap()
+        write_record(record_fd, CommitRecord(st.st_dev, st.st_ino, out.pos, out.pos,
+                                             out.pos, 0), durable)
+        os.replace(tmp, path)
+    except BaseException:
+        os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    if durable:
+        fsync_directory(path.parent)
+    return st, os.fdopen(fd, "rb"), members, others, cd_start
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a rename durable: fsync the directory entry (POSIX)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,307 @@
+"""ZipStore commits that append in place: the archive after every commit is a zip that
+zipfile, zarr-python 3 and TensorStore read; member data is written once; a torn append
+(a killed writer, or one still running) is never read by kvzarr and is cut by the next
+writer; compaction frees dead bytes."""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+import os
+import random
+import signal
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorstore as ts
+import zarr
+import zarr.storage
+
+import kvzarr
+from kvzarr.stores import zip as zipmod
+from kvzarr.stores import zipappend, zipcommit
+from kvzarr.stores.zip import ZipStore
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "x.zip"
+
+
+def zip_contents(path: Path) -> dict[str, bytes]:
+    """The archive as Python's zipfile reads it, CRCs checked."""
+    with zipfile.ZipFile(path) as zf:
+        assert zf.testzip() is None
+        names = zf.namelist()
+        assert names == sorted(set(names)), "one member per key, in key order"
+        return {n: zf.read(n) for n in names}
+
+
+# --- member data is written once ---------------------------------------------------------
+
+def test_building_a_hierarchy_one_commit_per_node_writes_each_member_once(path: Path
+                                                                          ) -> None:
+    """Issue 16 item 5: building a hierarchy node by node used to rewrite the whole archive
+    at every commit (O(N^2) member bytes). Now each commit writes its own member once plus
+    the central directory the zip format requires (46 bytes + the name per member), and
+    no member is ever copied: the member bytes written in total are O(N)."""
+    n, node = 300, b'{"zarr_format": 3, "node_type": "group", "attributes": {}}'
+    with ZipStore(path, fsync=False) as store:
+        store.set("zarr.json", node)               # replaces the empty archive
+        rewrites = store._rewrites
+        member_bytes = 0
+        for i in range(n):
+            before = path.stat().st_size
+            store.set(f"g{i:04d}/zarr.json", node)
+            archive = store._archive
+            grown = path.stat().st_size - before
+            directory = archive.end - archive.cd_start
+            # what this commit added besides the directory: exactly its one new member
+            member_bytes += grown - directory
+            assert grown - directory == 30 + len(f"g{i:04d}/zarr.json") + len(node)
+            assert directory < 100 * (i + 2) + 22
+        assert store._rewrites == rewrites, "no commit rewrote (copied) the archive"
+        assert member_bytes == n * (30 + len("g0000/zarr.json") + len(node))
+    assert len(zip_contents(path)) == n + 1
+
+
+# --- valid after every commit ------------------------------------------------------------
+
+@pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_zipfile_reads_the_archive_after_every_appending_commit(path: Path,
+                                                                compression: int) -> None:
+    rng = random.Random(5)
+    model: dict[str, bytes] = {}
+    with ZipStore(path, fsync=False, compression=compression) as store:
+        for step in range(60):
+            with store.transaction():
+                for _ in range(rng.randint(1, 4)):
+                    key = f"k/{rng.randint(0, 15)}"
+                    if rng.random() < 0.25:
+                        store.erase(key)
+                        model.pop(key, None)
+                    else:
+                        value = bytes([step]) * rng.randint(0, 3000)
+                        store.set(key, value)
+                        model[key] = value
+            assert zip_contents(path) == model
+        # appends only, after the empty archive and the commit that replaced it
+        assert store._rewrites == 2
+        assert store.compact() > 0
+        assert store._rewrites == 3
+        assert zip_contents(path) == model
+        assert store.compact() == 0                # nothing dead any more
+        store.set("after/compaction", b"x")
+        model["after/compaction"] = b"x"
+    assert zip_contents(path) == model
+    with ZipStore(path, read_only=True) as ro:
+        assert {k: ro.get(k) for k in ro.list()} == model
+
+
+def test_commits_compact_when_dead_bytes_pass_the_threshold(
+        path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(zipmod, "COMPACT_MIN_DEAD", 64 << 10)
+    with ZipStore(path, fsync=False) as store:
+        for i in range(200):
+            store.set_many([(f"v/{j}", bytes([i]) * 4096) for j in range(8)])
+            size = path.stat().st_size
+            # at most half the file dead, or less than the threshold (plus this commit)
+            assert size <= 2 * (store._archive.end - store._archive.dead) + (64 << 10) * 2
+        assert 5 < store._rewrites < 200
+    assert zip_contents(path) == {f"v/{j}": bytes([199]) * 4096 for j in range(8)}
+
+
+def test_zarr_python_and_tensorstore_read_an_array_built_by_appends(path: Path) -> None:
+    """Many appending commits (writes, overwrites, erased chunks), then a compaction: each
+    time zarr-python 3's ZipStore and TensorStore's zip kvstore read the same array."""
+    model = np.zeros((40, 40), dtype="int32")
+    arr = kvzarr.create_array(str(path), name="a", shape=model.shape, chunks=(10, 10),
+                              dtype="int32", fill_value=0)
+    rng = np.random.default_rng(3)
+
+    def check() -> None:
+        theirs = zarr.storage.ZipStore(path, mode="r")
+        try:
+            np.testing.assert_array_equal(zarr.open_array(theirs, path="a", mode="r")[:],
+                                          model)
+        finally:
+            theirs.close()
+        t = ts.open({"driver": "zarr3", "kvstore": {
+            "driver": "zip", "base": {"driver": "file", "path": str(path)},
+            "path": "a/"}}, read=True).result()
+        np.testing.assert_array_equal(t.read().result(), model)
+
+    for step in range(12):
+        r, c = rng.integers(0, 30, 2)
+        model[r:r + 10, c:c + 10] = step + 1
+        arr[r:r + 10, c:c + 10] = step + 1        # one commit per touched chunk
+        if step % 4 == 3:
+            model[:10, :10] = 0
+            arr[:10, :10] = 0                      # a chunk of fill: its key is erased
+        check()
+    with ZipStore(path) as store:
+        assert store.compact() > 0
+    check()
+
+
+# --- torn appends --------------------------------------------------------------------------
+
+def _inner_zip() -> bytes:
+    """A small zip archive: a value that, cut right after it, ends in a valid-looking end
+    of central directory record."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("fake", b"not a member of the store")
+    return buf.getvalue()
+
+
+def test_a_torn_append_ending_in_a_zip_shaped_value_is_not_read(path: Path,
+                                                                tmp_path: Path) -> None:
+    """A reader that sees the file in the middle of an append (or after its writer was
+    killed) where the bytes so far end with a value that is itself a zip archive must
+    not take that value's directory for the store's: the commit record says the archive
+    still ends where it ended."""
+    with ZipStore(path) as store:
+        store.set("a", b"1")
+    old = path.read_bytes()
+    # The bytes a commit of "blob" appends, produced on a copy of the archive.
+    copy = tmp_path / "copy.zip"
+    copy.write_bytes(old)
+    blob = _inner_zip()
+    with ZipStore(copy) as other:
+        other.set("blob", blob)
+    appended = copy.read_bytes()[len(old):]
+    record = zipappend.read_record(os.open(tmp_path / "copy.zip.lock", os.O_RDONLY))
+    cut = appended.index(blob) + len(blob)         # the torn file ends with the inner zip
+    st = path.stat()
+    lock = os.open(f"{path}.lock", os.O_RDWR)
+    zipappend.write_record(lock, zipappend.CommitRecord(
+        st.st_dev, st.st_ino, record.committed, record.target, record.tail_start,
+        record.tail_crc), durable=False)
+    os.close(lock)
+    with open(path, "ab") as f:
+        f.write(appended[:cut])
+    with zipfile.ZipFile(path) as zf:              # what a reader without the record sees
+        assert zf.namelist() == ["fake"]
+    with ZipStore(path, read_only=True) as ro:     # kvzarr: the archive before the append
+        assert list(ro.list()) == ["a"]
+        assert ro.get("a") == b"1"
+    assert path.read_bytes()[:len(old)] == old     # readers never truncate
+    assert path.stat().st_size == len(old) + cut
+    with open(path, "ab") as f:                    # the append finishes
+        f.write(appended[cut:])
+    with ZipStore(path, read_only=True) as ro:
+        assert ro.get_many(["a", "blob"]) == [b"1", blob]
+    with open(path, "r+b") as f:                   # a writer killed mid-append
+        f.truncate(len(old) + cut)
+    with ZipStore(path) as store:                  # the next writer cuts the torn tail
+        assert path.read_bytes() == old
+        assert list(store.list()) == ["a"]
+    assert zip_contents(path) == {"a": b"1"}
+
+
+def test_a_reader_keeps_its_view_while_the_file_grows_with_a_torn_tail(path: Path) -> None:
+    with ZipStore(path) as store, ZipStore(path, read_only=True) as ro:
+        store.set("a", b"1")
+        assert ro.get("a") == b"1"
+        counter = ro.change_counter()
+        archive = ro._archive
+        size = path.stat().st_size
+        st = path.stat()
+        lock = os.open(f"{path}.lock", os.O_RDWR)
+        zipappend.write_record(lock, zipappend.CommitRecord(
+            st.st_dev, st.st_ino, size, size + 10_000, size + 9_000, 0), durable=False)
+        os.close(lock)
+        with open(path, "ab") as f:
+            f.write(b"PK\x05\x06" + b"\0" * 500)  # a running append, not yet complete
+        assert ro.get("a") == b"1"
+        assert ro.change_counter() == counter
+        assert ro._archive is archive              # the directory is not parsed again
+        store.set("b", b"2")                       # the next writer cuts and appends
+        assert ro.get_many(["a", "b"]) == [b"1", b"2"]
+        assert ro.change_counter() != counter
+    assert zip_contents(path) == {"a": b"1", "b": b"2"}
+
+
+KEYS, SIZE = 8, 64 << 10
+TRIALS = 14
+
+
+def _slow_writes() -> None:
+    """Widen the moments a kill can land inside an append: members are written 16 KiB at
+    a time (the real writes, in smaller pieces)."""
+    write_at = zipcommit.write_at
+
+    def slowly(fd: int, buffers, offset: int) -> None:
+        for b in buffers:
+            view = memoryview(b).cast("B")
+            for at in range(0, len(view), 16 << 10):
+                piece = view[at:at + (16 << 10)]
+                write_at(fd, [piece], offset)
+                offset += len(piece)
+                time.sleep(0.0005)
+    zipcommit.write_at = slowly
+
+
+def _generation(path: str, gen: int, ready, go) -> None:
+    _slow_writes()
+    store = ZipStore(path)
+    go.wait(60)
+    with store.transaction():
+        ready.set()                                # each set appends its member now
+        for i in range(KEYS):
+            store.set(f"v/{i}", bytes([gen]) * SIZE)
+        store.set(f"gen/{gen}", b"")               # the archive grows: dead bytes vary
+
+
+def _state(path: Path) -> tuple[int, bool]:
+    """The generation every key holds (fails on a mix), and whether the file ends in a
+    torn tail that kvzarr did not read."""
+    with ZipStore(path, read_only=True) as store:
+        values = store.get_many([f"v/{i}" for i in range(KEYS)])
+        torn = store._archive.end < path.stat().st_size
+    gens = {v[0] for v in values}
+    assert all(len(v) == SIZE and v.count(v[:1]) == SIZE for v in values)
+    assert len(gens) == 1, f"a mix of generations: {sorted(gens)}"
+    return gens.pop(), torn
+
+
+def test_killed_appending_commits_leave_old_or_new_and_the_next_open_repairs(path: Path
+                                                                            ) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    with ZipStore(path) as store:
+        store.set_many([(f"v/{i}", bytes([0]) * SIZE) for i in range(KEYS)])
+    current, torn_seen, committed = 0, 0, 0
+    rng = random.Random(7)
+
+    def spawn(run: int):
+        ready, go = ctx.Event(), ctx.Event()
+        child = ctx.Process(target=_generation, args=(str(path), run, ready, go))
+        child.start()
+        return child, ready, go
+
+    upcoming = spawn(1)
+    for run in range(1, TRIALS + 1):
+        child, ready, go = upcoming
+        if run < TRIALS:
+            upcoming = spawn(run + 1)              # starts up while this one is killed
+        go.set()
+        assert ready.wait(60)
+        time.sleep(rng.uniform(0, 0.1))            # the appends take ~20-60 ms
+        os.kill(child.pid, signal.SIGKILL)
+        child.join(30)
+        state, torn = _state(path)
+        torn_seen += torn
+        assert state in (current, run)
+        committed += state == run
+        current = state
+    assert torn_seen >= 2, "too few kills landed inside an append; the test proved little"
+    assert committed >= 2, "too few commits finished before the kill"
+    with ZipStore(path):                           # opening for writing cuts a torn tail
+        pass
+    assert _state(path) == (current, False)
+    contents = zip_contents(path)
+    assert {contents[f"v/{i}"][0] for i in range(KEYS)} == {current}
