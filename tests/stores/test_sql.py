@@ -15,6 +15,7 @@ import os
 import random
 import re
 import signal
+import sys
 import sqlite3
 import time
 import uuid
@@ -29,6 +30,7 @@ from kvzarr.errors import (ConflictError, InvalidKeyError, ReadOnlyError, Schema
                            StoreError, StoreFullError, UnsupportedOperationError)
 from kvzarr.stores.sql import SCHEMA_VERSION, SQLStore, migrations_dir, upgrade
 
+from ..forkserver import forkserver_context
 from .payloads import increment
 
 PG_URL = os.environ.get("KVZARR_TEST_POSTGRES_URL")
@@ -235,16 +237,7 @@ def test_reader_process_never_sees_half_a_transaction(target: Target) -> None:
 
 def test_killed_writer_leaves_all_old_or_all_new(target: Target,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    # forkserver: children fork from a clean server process that has already imported
-    # kvzarr and this module (no inherited connections or threads), which keeps 100
-    # starts fast. Python 3.11's server ignores the parent's sys.path: pass it along.
-    import kvzarr
-    roots = [Path(__file__).resolve().parents[__name__.count(".")],
-             Path(kvzarr.__file__).resolve().parents[1]]
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        [str(r) for r in roots] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["kvzarr.stores.sql", __name__])
+    ctx = forkserver_context(monkeypatch, sys.modules[__name__])
     rng = random.Random(20240611)
     keys = [f"k/{i:02d}" for i in range(20)]
     rounds = 100

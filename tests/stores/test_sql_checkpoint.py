@@ -5,10 +5,10 @@ writer killed at any moment -- its checkpoint included -- leaves all or nothing.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import random
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -16,6 +16,8 @@ import pytest
 
 from kvzarr.stores.sql import SQLStore
 from kvzarr.stores.sql.checkpoint import AUTOCHECKPOINT_PAGES, LARGE_COMMIT_BYTES
+
+from ..forkserver import forkserver_context
 
 #: values per transaction of the killed writer, together past LARGE_COMMIT_BYTES
 _KEYS = [f"big/{i:02d}" for i in range(10)]
@@ -58,13 +60,7 @@ def test_large_commit_is_checkpointed_on_the_store_thread(tmp_path: Path) -> Non
 
 def test_writer_killed_during_large_commits_and_checkpoints_leaves_all_or_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import kvzarr
-    roots = [Path(__file__).resolve().parents[__name__.count(".")],
-             Path(kvzarr.__file__).resolve().parents[1]]
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        [str(r) for r in roots] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["kvzarr.stores.sql", __name__])
+    ctx = forkserver_context(monkeypatch, sys.modules[__name__])
     path = str(tmp_path / "killed.db")
     SQLStore(path).close()
     rng = random.Random(1616)

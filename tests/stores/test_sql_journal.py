@@ -18,6 +18,7 @@ import pytest
 from kvzarr.errors import ConflictError, StoreConfigError
 from kvzarr.stores.sql import SQLStore
 
+from ..forkserver import forkserver_context
 from . import test_sql as base
 
 
@@ -116,13 +117,7 @@ def test_rollback_journal_killed_writer_leaves_all_old_or_all_new(
         delete_file: base.Target, monkeypatch: pytest.MonkeyPatch) -> None:
     # as test_sql's SIGKILL trial (forkserver children that import test_sql's writer),
     # 30 kills: the rollback journal's hot-journal recovery on the next open
-    import kvzarr
-    roots = [Path(base.__file__).resolve().parents[base.__name__.count(".")],
-             Path(kvzarr.__file__).resolve().parents[1]]
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        [str(r) for r in roots] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["kvzarr.stores.sql", base.__name__])
+    ctx = forkserver_context(monkeypatch, base)
     rng = random.Random(16)
     keys = [f"k/{i:02d}" for i in range(20)]
     generations = []

@@ -13,10 +13,10 @@ contents the store may hold, the one before the write in flight and the one afte
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import random
 import signal
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -27,6 +27,8 @@ import pytest
 import kvzarr
 from kvzarr.stores.filesystem import APPEND_MARKER, FilesystemStore
 from kvzarr.stores.sql import SQLStore
+
+from ..forkserver import forkserver_context
 
 PG_URL = os.environ.get("KVZARR_TEST_POSTGRES_URL")
 
@@ -84,16 +86,8 @@ def _tile_writer(kind: str, location: str, start: int, fsync: bool, done, ready)
 
 
 def _forkserver(monkeypatch: pytest.MonkeyPatch):
-    # Children fork from a clean server that has imported kvzarr and this module (no
-    # inherited connections or threads), which keeps 100 starts fast. Python 3.11's
-    # server ignores the parent's sys.path: pass it along.
-    roots = [Path(__file__).resolve().parents[__name__.count(".")],
-             Path(kvzarr.__file__).resolve().parents[1]]
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        [str(r) for r in roots] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["kvzarr", "kvzarr.stores.sql", __name__])
-    return ctx
+    return forkserver_context(monkeypatch, sys.modules[__name__],
+                              preload=("kvzarr", "kvzarr.stores.sql"))
 
 
 def _markers(root: Path) -> list[Path]:
