@@ -7,7 +7,6 @@ import asyncio
 import io
 import multiprocessing
 import os
-import signal
 import stat
 import struct
 import tempfile
@@ -31,6 +30,7 @@ from kvzarr.errors import (ChecksumMismatchError, ConflictError, InvalidKeyError
 from kvzarr.stores import zip as zipmod
 from kvzarr.stores.zip import TEMP_MARKER, ZipStore
 
+from .kill_trials import killed_runs, one_generation
 from .payloads import increment
 
 
@@ -471,11 +471,7 @@ def _generation(path: str, gen: int, ready, go=None) -> None:
 def _state(path: Path) -> int:
     """The generation every key holds; fails on a mix of generations."""
     with ZipStore(path, read_only=True) as store:
-        values = store.get_many([f"v/{i}" for i in range(KEYS)])
-    gens = {v[0] for v in values}
-    assert all(len(v) == SIZE and v.count(v[:1]) == SIZE for v in values)
-    assert len(gens) == 1, f"a mix of generations: {sorted(gens)}"
-    return gens.pop()
+        return one_generation(store.get_many([f"v/{i}" for i in range(KEYS)]), SIZE)
 
 
 def test_killed_commit_leaves_old_or_new_archive(path: Path) -> None:
@@ -485,23 +481,9 @@ def test_killed_commit_leaves_old_or_new_archive(path: Path) -> None:
     _generation(str(path), 0, ready)              # generation 0, and the commit's duration
     commit = max(time.monotonic() - t0, 0.02)
     current, mid_commit = 0, 0
-
-    def spawn(run: int):
-        ready, go = ctx.Event(), ctx.Event()
-        child = ctx.Process(target=_generation, args=(str(path), run, ready, go))
-        child.start()
-        return child, ready, go
-
-    upcoming = spawn(1)
-    for run in range(1, KILLS + 1):
-        child, ready, go = upcoming
-        if run < KILLS:
-            upcoming = spawn(run + 1)             # starts up while this one is killed
-        go.set()
-        assert ready.wait(60)
-        time.sleep(commit * (run % 10) / 8)        # from "before it starts" to "after it ends"
-        os.kill(child.pid, signal.SIGKILL)
-        child.join(30)
+    # killed from "before the commit starts" to "after it ends"
+    for run in killed_runs(ctx, _generation, str(path), KILLS,
+                           lambda run: commit * (run % 10) / 8):
         mid_commit += bool(temp_files(path.parent))
         state = _state(path)
         assert state in (current, run)

@@ -9,7 +9,6 @@ import io
 import multiprocessing
 import os
 import random
-import signal
 import time
 import zipfile
 from pathlib import Path
@@ -24,6 +23,8 @@ import kvzarr
 from kvzarr.stores import zip as zipmod
 from kvzarr.stores import zipappend, zipcommit
 from kvzarr.stores.zip import ZipStore
+
+from .kill_trials import killed_runs, one_generation
 
 
 @pytest.fixture
@@ -263,10 +264,7 @@ def _state(path: Path) -> tuple[int, bool]:
     with ZipStore(path, read_only=True) as store:
         values = store.get_many([f"v/{i}" for i in range(KEYS)])
         torn = store._archive.end < path.stat().st_size
-    gens = {v[0] for v in values}
-    assert all(len(v) == SIZE and v.count(v[:1]) == SIZE for v in values)
-    assert len(gens) == 1, f"a mix of generations: {sorted(gens)}"
-    return gens.pop(), torn
+    return one_generation(values, SIZE), torn
 
 
 def test_killed_appending_commits_leave_old_or_new_and_the_next_open_repairs(path: Path
@@ -276,23 +274,9 @@ def test_killed_appending_commits_leave_old_or_new_and_the_next_open_repairs(pat
         store.set_many([(f"v/{i}", bytes([0]) * SIZE) for i in range(KEYS)])
     current, torn_seen, committed = 0, 0, 0
     rng = random.Random(7)
-
-    def spawn(run: int):
-        ready, go = ctx.Event(), ctx.Event()
-        child = ctx.Process(target=_generation, args=(str(path), run, ready, go))
-        child.start()
-        return child, ready, go
-
-    upcoming = spawn(1)
-    for run in range(1, TRIALS + 1):
-        child, ready, go = upcoming
-        if run < TRIALS:
-            upcoming = spawn(run + 1)              # starts up while this one is killed
-        go.set()
-        assert ready.wait(60)
-        time.sleep(rng.uniform(0, 0.1))            # the appends take ~20-60 ms
-        os.kill(child.pid, signal.SIGKILL)
-        child.join(30)
+    # the appends take ~20-60 ms
+    for run in killed_runs(ctx, _generation, str(path), TRIALS,
+                           lambda run: rng.uniform(0, 0.1)):
         state, torn = _state(path)
         torn_seen += torn
         assert state in (current, run)
