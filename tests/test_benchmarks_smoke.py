@@ -140,6 +140,20 @@ def test_report_ratios_against_best_peer_and_raw_limit():
     assert "**lost 5** elements" in text
 
 
+def _bar_rows(run, names, workload="W"):
+    """The report's bar rows of ``run`` (systems ``names``) by label, for labels that
+    start with ``workload``, and ``verdict(label)``: the row's pass or FAIL."""
+    run["systems"] = {n: {k: v for k, v in vars(SYSTEMS[n]).items() if k != "kwargs"}
+                      for n in names}
+    rows = {line.split(" | ")[0].lstrip("| "): line
+            for line in report.render(run).splitlines() if line.startswith(f"| {workload}")}
+
+    def verdict(label):
+        return rows[label].rstrip(" |").rsplit("| ", 1)[1]
+
+    return rows, verdict
+
+
 def _w(system, workload, *metrics):
     return {"system": system, "workload": workload, "error": None, "metrics": list(metrics)}
 
@@ -167,14 +181,7 @@ def test_store_bars_compare_with_the_named_peers_and_raw_engines():
         _w("kvzarr-sql", "W4", _metric("list a group's children", 90.0, unit="groups/s")),
         _w("zarr2-sqlite", "W4", _metric("list a group's children", 10.0, unit="groups/s")),
     ])
-    run["systems"] = {n: {k: v for k, v in vars(SYSTEMS[n]).items() if k != "kwargs"}
-                      for n in names}
-    text = report.render(run)
-    rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()
-            if line.startswith("| W")}
-
-    def verdict(label):
-        return rows[label].rstrip(" |").rsplit("| ", 1)[1]
+    rows, verdict = _bar_rows(run, names)
 
     lmdb = "W2 write all: kvzarr-lmdb ≥ best of TensorStore, zarr2-lmdb"
     assert "300 vs ts-file 250 = 1.20×" in rows[lmdb] and verdict(lmdb) == "pass"
@@ -207,14 +214,7 @@ def test_sqlite_write_bars_hold_the_engine_limit_the_bulk_option_and_the_memory_
         _w("kvzarr-sql-delete", "W6", _metric("2 writers, disjoint chunks", 80.0)),
         _w("zarr2-sqlite", "W6", _metric("2 writers, disjoint chunks", 85.0)),
     ])
-    run["systems"] = {n: {k: v for k, v in vars(SYSTEMS[n]).items() if k != "kwargs"}
-                      for n in names}
-    text = report.render(run)
-    rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()
-            if line.startswith("| W")}
-
-    def verdict(label):
-        return rows[label].rstrip(" |").rsplit("| ", 1)[1]
+    rows, verdict = _bar_rows(run, names)
 
     assert verdict("W1 write all, uncompressed: kvzarr-sql ≥ zarr2-sqlite") == "FAIL"
     assert verdict("W1 write all, uncompressed: kvzarr-sql ≥ 0.9× raw-sqlite") == "pass"
@@ -240,14 +240,8 @@ def test_append_bars_hold_each_append_variant_against_its_plain_store():
            _metric("sharded: tile writes", 120.0, unit="tiles/s"),
            _metric("sharded: bytes written per tile", 400.0, unit="KiB", better="lower")),
     ])
-    run["systems"] = {n: {k: v for k, v in vars(SYSTEMS[n]).items() if k != "kwargs"}
-                      for n in names}
     run["workloads"]["W3"] = {"title": "W3 sharding", "params": {}}
-    rows = {line.split(" | ")[0].lstrip("| "): line
-            for line in report.render(run).splitlines() if line.startswith("| W3")}
-
-    def verdict(label):
-        return rows[label].rstrip(" |").rsplit("| ", 1)[1]
+    rows, verdict = _bar_rows(run, names, "W3")
 
     assert verdict("W3 sharded: tile writes: kvzarr-fs-append ≥ 3× kvzarr-fs") == "pass"
     assert verdict("W3 sharded: bytes written per tile: kvzarr-fs-append ≥ 10× kvzarr-fs "
@@ -271,14 +265,8 @@ def test_sharded_write_bars_hold_against_tensorstore_and_the_raw_limit():
         _w("raw-lmdb", "W3", _metric("unsharded: write all", 85.0)),
         _w("raw-memory", "W3", _metric("unsharded: write all", 100.0)),
     ])
-    run["systems"] = {n: {k: v for k, v in vars(SYSTEMS[n]).items() if k != "kwargs"}
-                      for n in names}
     run["workloads"]["W3"] = {"title": "W3 sharding", "params": {}}
-    rows = {line.split(" | ")[0].lstrip("| "): line
-            for line in report.render(run).splitlines() if line.startswith("| W3")}
-
-    def verdict(label):
-        return rows[label].rstrip(" |").rsplit("| ", 1)[1]
+    rows, verdict = _bar_rows(run, names, "W3")
 
     assert verdict(f"W3 {sharded}: kvzarr-fs ≥ ts-file") == "pass"
     assert verdict(f"W3 {sharded}: kvzarr-lmdb ≥ ts-file") == "FAIL"
@@ -329,11 +317,7 @@ def test_cache_bars_compare_warm_reads_with_an_in_memory_store():
         _w("kvzarr-lmdb-cache", "W3",
            _metric("sharded: tile reads, warm", 9.0, unit="tiles/s")),
     ])
-    run["systems"] = {n: {k: v for k, v in vars(SYSTEMS[n]).items() if k != "kwargs"}
-                      for n in names}
-    text = report.render(run)
-    rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()
-            if line.startswith("| W")}
+    rows, _ = _bar_rows(run, names)
     lmdb = "W2 single-element reads, warm: kvzarr-lmdb-cache ≥ 0.8× kvzarr-memory"
     assert "85.0 vs kvzarr-memory 100 = 0.85×" in rows[lmdb] and rows[lmdb].endswith("pass |")
     sql = "W2 single-element reads, warm: kvzarr-sql-cache ≥ 0.8× kvzarr-memory"
