@@ -58,6 +58,21 @@ class Results:
     def family(self, system: str) -> str:
         return self.systems[system]["family"]
 
+    def _info(self, system: str, key: str) -> Any:
+        """A field of the system table as the run recorded it, or as the table now
+        says for runs older than the field."""
+        if key in self.systems[system]:
+            return self.systems[system][key]
+        from .systems import SYSTEMS
+        info = SYSTEMS.get(system)
+        return getattr(info, key) if info is not None else None
+
+    def engine(self, system: str) -> str:
+        return self._info(system, "engine") or ""
+
+    def synced(self, system: str) -> bool | None:
+        return self._info(system, "synced")
+
     def value(self, system: str, workload: str, metric: str) -> float | None:
         m = self.cells.get((system, workload, metric))
         return None if m is None or "median" not in m else m["median"]
@@ -217,7 +232,12 @@ def speed_bars(res: Results) -> list[str]:
         else:
             measured = (f"{fmt(bar.ours)} vs {bar.theirs[0]} {fmt(bar.theirs[1])} = "
                         f"{fmt_ratio(bar.ratio)}")
-        out.append(f"| {bar.label} | {measured} | {'pass' if bar.passed else 'FAIL'} |")
+        if bar.limit is not None:
+            measured += f"; {bar.limit[0]} {fmt(bar.limit[1])} = {fmt_ratio(bar.limit[2])}"
+        verdict = "pass" if bar.passed else "FAIL"
+        if bar.passed and bar.limit is not None and bar.ratio is not None and bar.ratio < 1:
+            verdict = "pass (engine-bound)"
+        out.append(f"| {bar.label} | {measured} | {verdict} |")
     slow = []
     for (s, workload, metric), m in res.cells.items():
         if res.family(s) != "kvzarr" or "median" not in m:

@@ -28,6 +28,14 @@ class SystemInfo:
     kwargs: dict[str, Any] = field(default_factory=dict)
     #: an option variant, run only when named (not part of "all" or "kvzarr")
     variant: bool = False
+    #: the storage engine underneath ("files": one file per key, "lmdb", "sqlite",
+    #: "zip", "memory", "postgresql", "ocdbt": TensorStore's own log-structured
+    #: database in files), for the same-engine rule (bars.py); "" leaves a system out
+    #: of it (a transformer stack or zarr-python on kvzarr, which have bars of their own)
+    engine: str = ""
+    #: whether a finished write has been fsynced (None: nothing to sync, in memory or
+    #: read-only), so that the rule compares equal durabilities only
+    synced: bool | None = None
 
 
 def _k(store: str, label: str, limit: str, durability: str, suffix: str = "",
@@ -36,12 +44,38 @@ def _k(store: str, label: str, limit: str, durability: str, suffix: str = "",
        zarr_format: int = 3) -> SystemInfo:
     """A kvzarr system; ``transformers`` (as ``kvzarr.open_store`` takes them) stack
     storage transformers on the store. A system with a suffix is a variant (run only
-    when named) unless ``variant`` says otherwise."""
+    when named) unless ``variant`` says otherwise. A plain store (no transformers, Zarr
+    v3) is in the same-engine rule, synced or not as its options say."""
+    options = options or {}
+    plain = not transformers and zarr_format == 3
     return SystemInfo(f"kvzarr-{store}{suffix}", "kvzarr", "kvzarr_sys", "KvzarrSystem",
                       "peers3", limit, label, durability,
-                      {"store": store, "options": options or {},
+                      {"store": store, "options": options,
                        "transformers": transformers or [], "zarr_format": zarr_format},
-                      variant=bool(suffix) if variant is None else variant)
+                      variant=bool(suffix) if variant is None else variant,
+                      engine=STORE_ENGINES[store] if plain else "",
+                      synced=_synced(store, options))
+
+
+#: the engine under each kvzarr store
+STORE_ENGINES = {"fs": "files", "lmdb": "lmdb", "sql": "sqlite", "zip": "zip",
+                 "memory": "memory", "pg": "postgresql"}
+
+
+def _synced(store: str, options: dict[str, Any]) -> bool | None:
+    """Whether the store's commit is fsynced with these options (its defaults: the
+    directory store does not sync, the transactional stores do)."""
+    if store == "memory":
+        return None
+    if store == "fs":
+        return bool(options.get("fsync", False))
+    if store == "lmdb":
+        return options.get("durability", "full") != "none"
+    if store == "sql":       # synchronous=NORMAL in WAL mode syncs at checkpoints only
+        return options.get("synchronous", "FULL") == "FULL"
+    if store == "zip":
+        return bool(options.get("fsync", True))
+    return True              # PostgreSQL: the server's synchronous_commit
 
 
 #: the cache the ``-cache`` variants stack on their store: room for W2's and W3's data
@@ -119,7 +153,8 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
     _k("sql", "kvzarr SQLStore (SQLite), Zarr v2 arrays", "raw-sqlite",
        "transactional, WAL, synchronous=FULL", "-v2", zarr_format=2),
     SystemInfo("zarr3-local", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",
-               "zarr-python 3 LocalStore", "atomic per key, no fsync", {"store": "local"}),
+               "zarr-python 3 LocalStore", "atomic per key, no fsync", {"store": "local"},
+               engine="files", synced=False),
     # zarr-python 3 on kvzarr's stores through kvzarr.ZarrStore (its adapter), against
     # zarr-python on its own LocalStore (--systems zarrstore)
     SystemInfo("zarr3-kvzarr-lmdb", "kvzarr", "zarr3_sys", "Zarr3System", "peers3",
@@ -166,51 +201,66 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
                variant=True),
     SystemInfo("zarr3-zip", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",
                "zarr-python 3 ZipStore", "no fsync; overwrites append duplicates",
-               {"store": "zip"}),
+               {"store": "zip"},
+               engine="zip", synced=False),
     SystemInfo("zarr3-memory", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-memory",
-               "zarr-python 3 MemoryStore", "in memory", {"store": "memory"}),
+               "zarr-python 3 MemoryStore", "in memory", {"store": "memory"},
+               engine="memory", synced=None),
     SystemInfo("ts-file", "peer", "tensorstore_sys", "TensorStoreSystem", "peers3",
                "raw-files", "TensorStore zarr3 on file", "atomic per key, fsync per key",
-               {"kvstore": "file"}),
+               {"kvstore": "file"},
+               engine="files", synced=True),
     # TensorStore's file kvstore with its per-file sync turned off (context resource
     # file_io_sync=false): the equal-durability pair of kvzarr-fs (no fsync)
     SystemInfo("ts-file-nosync", "peer", "tensorstore_sys", "TensorStoreSystem", "peers3",
                "raw-files", "TensorStore zarr3 on file, file_io_sync=false",
                "atomic per key, no fsync", {"kvstore": "file",
                                             "context": {"file_io_sync": False}},
-               variant=True),
+               variant=True,
+               engine="files", synced=False),
     SystemInfo("ts-ocdbt", "peer", "tensorstore_sys", "TensorStoreSystem", "peers3",
                "raw-files", "TensorStore zarr3 on OCDBT", "copy-on-write B-tree, fsync",
-               {"kvstore": "ocdbt"}),
+               {"kvstore": "ocdbt"},
+               engine="ocdbt", synced=True),
     SystemInfo("ts-zip", "peer", "tensorstore_sys", "TensorStoreSystem", "peers3",
                "raw-files", "TensorStore zarr3 on zip (read-only)", "read-only",
-               {"kvstore": "zip"}),
+               {"kvstore": "zip"},
+               engine="zip", synced=None),
     SystemInfo("zarr2-lmdb", "peer", "zarr2_sys", "Zarr2System", "zarr2", "raw-lmdb",
                "zarr-python 2 LMDBStore",
                "never fsynced: sync off, and its flush()/close() skip the sync",
-               {"store": "lmdb"}),
+               {"store": "lmdb"},
+               engine="lmdb", synced=False),
     SystemInfo("zarr2-sqlite", "peer", "zarr2_sys", "Zarr2System", "zarr2", "raw-sqlite",
                "zarr-python 2 SQLiteStore", "autocommit per key (rollback journal)",
-               {"store": "sqlite"}),
+               {"store": "sqlite"},
+               engine="sqlite", synced=True),
     SystemInfo("zarr2-directory", "peer", "zarr2_sys", "Zarr2System", "zarr2", "raw-files",
                "zarr-python 2 DirectoryStore", "atomic per key, no fsync",
-               {"store": "directory"}),
+               {"store": "directory"},
+               engine="files", synced=False),
     SystemInfo("zarr2-zip", "peer", "zarr2_sys", "Zarr2System", "zarr2", "raw-files",
                "zarr-python 2 ZipStore", "no fsync; overwrites append duplicates",
-               {"store": "zip"}),
+               {"store": "zip"},
+               engine="zip", synced=False),
     SystemInfo("raw-memory", "raw", "raw_sys", "RawSystem", "peers3", "raw-memory",
                "memcpy into a dict (+ numcodecs encode/decode)", "in memory",
-               {"engine": "memory"}),
+               {"engine": "memory"},
+               engine="memory", synced=None),
     SystemInfo("raw-files", "raw", "raw_sys", "RawSystem", "peers3", "raw-files",
-               "one plain file per chunk (+ numcodecs)", "no fsync", {"engine": "files"}),
+               "one plain file per chunk (+ numcodecs)", "no fsync", {"engine": "files"},
+               engine="files", synced=False),
     SystemInfo("raw-lmdb", "raw", "raw_sys", "RawSystem", "peers3", "raw-lmdb",
-               "py-lmdb puts/gets (+ numcodecs)", "fsync per commit", {"engine": "lmdb"}),
+               "py-lmdb puts/gets (+ numcodecs)", "fsync per commit", {"engine": "lmdb"},
+               engine="lmdb", synced=True),
     SystemInfo("raw-sqlite", "raw", "raw_sys", "RawSystem", "peers3", "raw-sqlite",
                "sqlite3 inserts/selects (+ numcodecs)", "WAL, synchronous=FULL",
-               {"engine": "sqlite"}),
+               {"engine": "sqlite"},
+               engine="sqlite", synced=True),
     SystemInfo("raw-postgresql", "raw", "raw_sys", "RawSystem", "peers3", "raw-postgresql",
                "psycopg2 inserts/selects, one round trip each (+ numcodecs)",
-               "the server's synchronous_commit", {"engine": "postgresql"}, variant=True),
+               "the server's synchronous_commit", {"engine": "postgresql"}, variant=True,
+               engine="postgresql", synced=True),
 ]}
 
 #: names accepted by --systems besides single system names
@@ -231,6 +281,10 @@ GROUPS = {
                      "kvzarr-lmdb-cache", "kvzarr-sql-cache", "kvzarr-pg", "kvzarr-pg-cache",
                      "raw-postgresql", "kvzarr-lmdb-checksum", "kvzarr-sql-checksum",
                      "kvzarr-fs-append", "kvzarr-sql-append"],
+    # issue 16's same-engine rule (bars.py): every plain kvzarr store at each durability,
+    # the peers and the raw engines (PostgreSQL has a group of its own: cache)
+    "rule": [n for n, s in SYSTEMS.items() if s.engine and s.engine != "postgresql"
+             and n != "kvzarr-fs-nolock"],
     # the directory store's bars (issue 16 item 4) with both durabilities: kvzarr-fs
     # against TensorStore without sync, kvzarr-fs-fsync against TensorStore's default
     "dir": ["kvzarr-fs", "kvzarr-fs-fsync", "ts-file", "ts-file-nosync", "raw-files",
