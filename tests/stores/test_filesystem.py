@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kvzarr.errors import InvalidKeyError, ReadOnlyError
+from kvzarr.stores import filesystem
 from kvzarr.stores.filesystem import TEMP_MARKER, FilesystemStore
 
 
@@ -127,6 +128,52 @@ def test_fsync_option_writes_the_same_bytes(root: Path) -> None:
     store.set("a/b", b"durable")
     store.set_partial_values([("a/b", 0, b"D")])
     assert (root / "a" / "b").read_bytes() == b"Durable"
+
+
+def _record_syncs(monkeypatch: pytest.MonkeyPatch, root: Path,
+                  seen: dict[str, dict[str, bytes]]) -> list[str]:
+    """Record each directory sync of the store, with what the directory holds then."""
+    synced: list[str] = []
+    real = filesystem._fsync_directory
+
+    def fsync_directory(directory: str | Path) -> None:
+        rel = Path(directory).relative_to(root).as_posix()
+        synced.append(rel)
+        seen[rel] = files_under(Path(directory))
+        real(directory)
+    monkeypatch.setattr(filesystem, "_fsync_directory", fsync_directory)
+    return synced
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["one key", "set_many"])
+def test_fsync_syncs_each_new_directory_in_its_parent(
+        root: Path, monkeypatch: pytest.MonkeyPatch, batched: bool) -> None:
+    # A new directory's entry lives in its parent: without that sync a power cut can
+    # take the directory, and the durable keys in it, away.
+    store = FilesystemStore(root, fsync=True)
+    synced = _record_syncs(monkeypatch, root, {})
+    if batched:
+        store.set_many([("x/y/z/a", b"1"), ("x/y/z/b", b"2")])
+    else:
+        store.set("x/y/z/a", b"1")
+    assert {".", "x", "x/y", "x/y/z"} <= set(synced)
+
+
+def test_durable_batch_syncs_each_directory_once_after_its_renames(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = FilesystemStore(root, fsync=True)
+    items = [(f"c/{i}/{j}", bytes([i, j]) * 50) for i in range(3) for j in range(40)]
+    store.set_many(items)                     # the directories exist now
+    new = [(k, v[::-1] + b"new") for k, v in items]
+    seen: dict[str, dict[str, bytes]] = {}
+    synced = _record_syncs(monkeypatch, root, seen)
+    store.set_many(new)
+    assert sorted(synced) == ["c/0", "c/1", "c/2"]     # once each, not once per key
+    for key, value in new:                    # each sync came after its keys' renames
+        directory, name = key.rsplit("/", 1)
+        assert seen[directory][name] == value
+    assert all(TEMP_MARKER not in name for files in seen.values() for name in files)
+    assert store.get_many([k for k, _ in new]) == [v for _, v in new]
 
 
 def test_read_only_does_not_create_or_write(tmp_path: Path) -> None:
