@@ -27,12 +27,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..runtime import workers
 from .zipappend import UNKNOWN, CommitRecord, datasync, write_record
 from .zipformat import (ArchiveFile, ArchiveWriter, BytesOut, Member, copy_member,
                         dos_datetime, encode_value, write_directory, write_local_header)
 
 #: Temporary archives are named ``.<archive name>.kvzarr-tmp-<hex>`` in the same directory.
 TEMP_MARKER = ".kvzarr-tmp-"
+#: values at least this large on average are checksummed on the worker threads
+_PARALLEL_VALUE_BYTES = 64 * 1024
 #: at most this many buffers per pwritev call (POSIX guarantees IOV_MAX >= 16; Linux 1024)
 _IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 16, 1024)
 
@@ -78,8 +81,16 @@ class PendingAppend:
         buffers: list[Any] = []
         members: list[Member] = []
         pos = self.pos
-        for name, value in items:
-            m, data = encode_value(name, value, stamp, compression, compresslevel)
+        # The CRC-32 (and deflate) of large values on the worker threads: zlib releases
+        # the GIL for them, and one thread checksumming a bulk write was the store's
+        # bottleneck. Small values stay inline, where a hand-off costs more.
+        size = sum(len(value) for _, value in items)
+        parallel = (workers.worth_threads(len(items), size)
+                    and size >= _PARALLEL_VALUE_BYTES * len(items))
+        encoded = workers.map_grouped(
+            lambda item: encode_value(item[0], item[1], stamp, compression, compresslevel),
+            items, parallel)
+        for m, data in encoded:
             m.header_offset = pos
             head = BytesOut(pos, self.zip64_limit)
             write_local_header(head, m)

@@ -72,6 +72,21 @@ def test_building_a_hierarchy_one_commit_per_node_writes_each_member_once(path: 
 # --- valid after every commit ------------------------------------------------------------
 
 @pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_large_values_checksummed_on_the_worker_threads_stay_in_order(
+        path: Path, compression: int) -> None:
+    # large values are checksummed (and deflated) on the pool: each member must still
+    # get its own CRC and bytes, in the order of the batch
+    rng = np.random.default_rng(3)
+    values = {f"c/{i}": rng.integers(0, 4, size=200_000 + 4096 * i, dtype=np.uint8).tobytes()
+              for i in range(12)}
+    assert len(values) >= 4 and min(map(len, values.values())) >= zipcommit._PARALLEL_VALUE_BYTES
+    with ZipStore(path, fsync=False, compression=compression) as store:
+        store.set_many(list(values.items()))
+        assert store.get_many(list(values)) == list(values.values())
+    assert zip_contents(path) == values
+
+
+@pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
 def test_zipfile_reads_the_archive_after_every_appending_commit(path: Path,
                                                                 compression: int) -> None:
     rng = random.Random(5)
