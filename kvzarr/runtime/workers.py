@@ -1,7 +1,6 @@
-"""kvzarr's worker threads: ONE pool for the work of the cores, safe across ``fork()``
-(and a second, :data:`WAITING_POOL`, only for threads that wait on the disk).
+"""kvzarr's worker threads: ONE pool for the whole process, safe across ``fork()``.
 
-Everything that computes in parallel runs here: chunks encoded and decoded (the compressors
+Everything that runs in parallel runs here: chunks encoded and decoded (the compressors
 and numpy copies release the GIL), the inner chunks of a shard (:func:`map_items`), one
 large chunk's Blosc blocks (:func:`share`), and batches of file reads and writes (file
 I/O releases the GIL too). Promises:
@@ -84,14 +83,6 @@ THREADS = WORKERS
 POOL = ForkSafeExecutor(max_workers=THREADS, thread_name_prefix="kvzarr-worker",
                         initializer=_mark_worker)
 
-#: threads that wait on the disk (:func:`map_waiting`): a thread blocked in ``fsync`` holds
-#: neither the GIL nor a core, and the more syncs are pending at once, the more of them
-#: the file system commits together
-WAITING_THREADS = 16
-
-WAITING_POOL = ForkSafeExecutor(max_workers=WAITING_THREADS,
-                                thread_name_prefix="kvzarr-waiting")
-
 #: fewer items than this run inline in :func:`map_items`
 MIN_ITEMS = 4
 #: fewer raw (decoded) bytes than this run inline in :func:`map_items`
@@ -130,16 +121,6 @@ def map_grouped(fn: Callable[[Any], Any], items: Iterable[Any], parallel: bool) 
     for part in POOL.map(lambda part: [fn(item) for item in part], parts):
         out.extend(part)
     return out
-
-
-def map_waiting(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
-    """``[fn(item) for item in items]``, one task per item on :data:`WAITING_POOL`: for
-    work that mostly waits on the disk (durable writes), never for CPU work. Its tasks
-    must not use this pool themselves."""
-    items = list(items)
-    if len(items) < 2:
-        return [fn(item) for item in items]
-    return list(WAITING_POOL.map(fn, items))
 
 
 def share(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
