@@ -53,6 +53,13 @@ _WRITE_BATCH_BYTES = 64 * 1024 * 1024
 #: raw bytes of whole chunks encoded before a write transaction begins (the rest of a
 #: bigger write is encoded inside it, batch by batch)
 _AHEAD_BYTES = 256 * 1024 * 1024
+#: plain chunks smaller than this, read from a store without transactions, are probed
+#: (ChunkIO._fetch_and_decode): the first _PROBE_CHUNKS are read on the calling thread,
+#: and the rest go to the pool only if those took over _CACHED_READ_SECONDS each (a
+#: 4 KiB chunk file read from the page cache takes ~20 us; from a disk, ~200 us)
+_SMALL_PLAIN_BYTES = 64 * 1024
+_PROBE_CHUNKS = 32
+_CACHED_READ_SECONDS = 60e-6
 #: reads and writes of at least this many chunks run with the garbage collector paused
 _GC_PAUSE_CHUNKS = 64
 #: times a partial shard write is computed when other writers keep appending first
@@ -144,10 +151,7 @@ class ChunkIO:
             whole = [p for p in projections if not partial or p.is_complete_chunk]
             parts = [p for p in projections if partial and not p.is_complete_chunk]
             if len(whole) > 1 and not self.store.capabilities.transactional:
-                # No snapshot to keep: each pool thread fetches and decodes its own chunks,
-                # so reading the disk overlaps with decoding and copying.
-                workers.map_grouped(lambda p: self._decode_one(p, self.store.get(self.key(p.chunk_coords)),
-                                                out), whole, parallel=True)
+                self._fetch_and_decode(whole, out)
                 whole = []
             if len(whole) == 1 and not parts:
                 # one value (a tile): a single get is atomic, no transaction needed
@@ -170,6 +174,26 @@ class ChunkIO:
                 workers.map_grouped(lambda item: self._decode_one(*item, out), list(zip(whole, values)),
                      parallel=self._parallel(total))
         return out.reshape(indexer.shape)
+
+    def _fetch_and_decode(self, whole: list[ChunkProjection], out: np.ndarray) -> None:
+        """Fetch and decode ``whole`` chunks of a store with no snapshot to keep (one file
+        per chunk): each pool thread fetches and decodes its own, so waiting for the disk
+        overlaps with decoding and copying. Except for small plain chunks read from the
+        page cache: a read there is a few system calls, each of which hands the GIL
+        over, and two threads passing it back and forth read at about 0.6x one thread's
+        speed. So the first few such chunks are read here, and the rest go to the pool
+        only if those waited for the disk."""
+        def fetch(p: ChunkProjection) -> None:
+            self._decode_one(p, self.store.get(self.key(p.chunk_coords)), out)
+        if (self._plain and self._regular_spec is not None
+                and self._nbytes_plain() < _SMALL_PLAIN_BYTES and len(whole) > _PROBE_CHUNKS):
+            start = time.perf_counter()
+            for p in whole[:_PROBE_CHUNKS]:
+                fetch(p)
+            waited = (time.perf_counter() - start) / _PROBE_CHUNKS > _CACHED_READ_SECONDS
+            workers.map_grouped(fetch, whole[_PROBE_CHUNKS:], parallel=waited)
+            return
+        workers.map_grouped(fetch, whole, parallel=True)
 
     def _decode_streamed(self, whole: list[ChunkProjection], keys: list[str],
                          out: np.ndarray) -> None:
