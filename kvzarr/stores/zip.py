@@ -53,7 +53,9 @@ import os
 import threading
 import time
 import zipfile
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -64,6 +66,7 @@ from ..errors import (ConflictError, StoreError, StoreFullError, StorePermission
 from .base import Capabilities, Store
 from .keys import check_key, prefix_successor
 from .keylocks import flock_until
+from ..runtime import workers
 from ..runtime.process import current_pid
 from .overlay import DELETED, merged_keys
 from .ziparchive import ArchiveVersion as _Archive
@@ -80,6 +83,9 @@ _ZIP64_LIMIT = ZIP64_LIMIT
 #: (replaced and erased members, old directories) would reach this many bytes AND more
 #: than half the file. Below it, rewriting costs more than the disk it frees.
 COMPACT_MIN_DEAD = 4 << 20
+#: members at least this large on average are read ahead on the worker threads
+#: (ZipStore.iter_values)
+_READ_AHEAD_VALUE_BYTES = 64 * 1024
 # Tests reach the format code through this module.
 _read_directory, _SIG_EOCD64 = read_directory, SIG_EOCD64
 
@@ -233,9 +239,45 @@ class ZipStore(Store):
     streams_values = True
 
     def iter_values(self, keys: Sequence[str]) -> Iterator[tuple[int, Any]]:
-        """As :meth:`Store.iter_values`: each member read when it is asked for."""
-        for i, key in enumerate(keys):
-            yield i, self._get(check_key(key, self.max_key_bytes))
+        """As :meth:`Store.iter_values`: each member read when it is asked for, or, for
+        large members, read ahead on the worker threads (a few per thread), since
+        checking a member's CRC-32 costs more than reading it from the page cache and
+        zlib lets threads do it at once."""
+        archive, txn = self._view()
+        found: list[tuple[ArchiveFile, Member] | None] = []
+        for key in keys:
+            key = check_key(key, self.max_key_bytes)
+            if txn is not None and txn.writes and key in txn.writes:
+                m = txn.writes[key]
+                found.append(None if m is DELETED else (txn.pending.file, m))
+            else:
+                m = archive.members.get(key)
+                found.append(None if m is None else (archive, m))
+        sizes = [entry[1].size for entry in found if entry is not None]
+        if (len(sizes) < 2 or workers.in_worker()
+                or sum(sizes) < _READ_AHEAD_VALUE_BYTES * len(sizes)):
+            for i, entry in enumerate(found):
+                yield i, None if entry is None else entry[0].read(entry[1])
+            return
+        # the archive objects stay open while their reads run: the futures hold them
+        ahead: deque[tuple[int, Future | None]] = deque()
+        todo = iter(enumerate(found))
+
+        def submit_next() -> None:
+            for i, entry in todo:
+                ahead.append((i, None if entry is None
+                              else workers.POOL.submit(entry[0].read, entry[1])))
+                return
+        try:
+            for _ in range(2 * workers.WORKERS):
+                submit_next()
+            while ahead:
+                i, future = ahead.popleft()
+                value = None if future is None else future.result()
+                submit_next()
+                yield i, value
+        finally:
+            workers.drain([f for _, f in ahead if f is not None])
 
     def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
         archive, txn = self._view()

@@ -577,3 +577,36 @@ def test_matches_a_dict_model(batches: list) -> None:
         with zipfile.ZipFile(path) as zf:
             assert zf.namelist() == sorted(model)
             assert {n: zf.read(n) for n in zf.namelist()} == model
+
+
+def test_large_members_read_ahead_on_the_pool_in_order_and_checked(path: Path) -> None:
+    """iter_values reads members of 64 KiB and more on the worker threads: every value in
+    its place, pending writes of the transaction seen, and a damaged member is still a
+    ChecksumMismatchError (raised from the thread that found it)."""
+    rng = np.random.default_rng(4)
+    values = {f"c/{i}": rng.integers(0, 256, 70_000 + i, dtype=np.uint8).tobytes()
+              for i in range(16)}
+    keys = [*values, "c/missing"]
+    assert min(map(len, values.values())) >= zipmod._READ_AHEAD_VALUE_BYTES
+    with ZipStore(path, fsync=False) as store:
+        store.set_many(list(values.items()))
+        with store.transaction(write=False):
+            got = dict(store.iter_values(keys))
+        assert [got[i] for i in range(len(keys))] == [*values.values(), None]
+        with store.transaction():
+            store.set("c/3", b"pending" * 20_000)
+            store.erase("c/4")
+            got = dict(store.iter_values(keys))
+        assert got[3] == b"pending" * 20_000 and got[4] is None and got[5] == values["c/5"]
+        m = store._archive.members["c/9"]
+        offset = store._archive.data_offset(m) + 1000
+    with open(path, "r+b") as f:                 # one byte of c/9 flipped on disk
+        f.seek(offset)
+        byte = f.read(1)
+        f.seek(offset)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    with ZipStore(path, read_only=True) as store:
+        with store.transaction(write=False):
+            with pytest.raises(ChecksumMismatchError) as info:
+                list(store.iter_values(keys))
+        assert info.value.key == "c/9"
