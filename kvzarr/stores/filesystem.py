@@ -466,12 +466,15 @@ class FilesystemStore(Store):
         # instead of once per key. Every key is still replaced atomically; the batch is
         # durable when this returns. (More threads waiting on fsync at once measured no
         # faster on a virtual disk that serializes them, so the worker pool does it.)
-        unsynced: set[str] | None = set() if self.fsync else None
-        write = self._write_key
         parallel = len(items) >= _PARALLEL_FILES
+        if not self.fsync:
+            set_one = self._set
+            workers.map_grouped(lambda kv: set_one(*kv), items, parallel)
+            return
+        unsynced: set[str] = set()
+        write = self._write_key
         workers.map_grouped(lambda kv: write(kv[0], kv[1], unsynced), items, parallel)
-        if unsynced:
-            workers.map_grouped(_fsync_directory, sorted(unsynced), parallel)
+        workers.map_grouped(_fsync_directory, sorted(unsynced), parallel)
 
     def _exists_many(self, keys: Sequence[str]) -> list[bool]:
         # One stat per key, no file opened nor read (a group listing asks this of every
