@@ -362,12 +362,12 @@ class ChunkIO:
         return workers.map_grouped(work, ahead, parallel=self._parallel(total)), rest
 
     def _encode_whole_shards(self, shards: list[ChunkProjection], values: np.ndarray,
-                             store_each: bool = False, parallel: bool | None = None
-                             ) -> list[tuple[str, bytes | None]]:
+                             store_each: bool = False, parallel: bool | None = None,
+                             lock_each: bool = False) -> list[tuple[str, bytes | None]]:
         """Whole shards encoded in one batch of inner chunks on the pool (the codec's
         ``encode_many``); (key, bytes or None to erase) pairs. ``store_each``: each shard
         is stored (or erased) by the thread that finished it, as soon as it is ready,
-        and nothing is returned."""
+        holding its key lock if ``lock_each``, and nothing is returned."""
         specs = [self.spec(p.chunk_coords) for p in shards]
         keys = [self.key(p.chunk_coords) for p in shards]
         chunks = [self._merged_chunk(p, s, k, None, values)
@@ -375,10 +375,7 @@ class ChunkIO:
         done = None
         if store_each:
             def done(i: int, data: bytes | None) -> None:
-                if data is None:
-                    self.store.erase(keys[i])
-                else:
-                    self.store.set(keys[i], data)
+                self._store_one(keys[i], data, lock_each)
         encoded = self._encode_shards(chunks, specs, done, parallel)
         return [] if store_each else list(zip(keys, encoded))
 
@@ -454,13 +451,31 @@ class ChunkIO:
         if self._key_lock is None:
             self._write_batch_now(batch, batch_bytes, values)
             return
-        # Whole chunks too: a set landing between another writer's read and write of the
-        # same chunk would be overwritten with the old value plus that writer's part.
+        # Whole chunks take the lock too: a set landing between another writer's read and
+        # write of the same chunk would be overwritten with the old value plus that
+        # writer's part. But a whole chunk depends on nothing stored, so it is encoded
+        # without the lock, which is held only around its own set: before the other
+        # writer's read or after its write, either order keeps both writes.
+        if all(p.is_complete_chunk for p in batch):
+            self._write_batch_now(batch, batch_bytes, values, lock_each=True)
+            return
         with self._key_lock([self.key(p.chunk_coords) for p in batch]):
             self._write_batch_now(batch, batch_bytes, values)
 
+    def _store_one(self, key: str, data: bytes | None, lock: bool) -> None:
+        """Set ``key`` to ``data`` (erase it for None), holding its key lock if ``lock``."""
+        if lock:
+            with self._key_lock([key]):
+                self._store_one(key, data, False)
+        elif data is None:
+            self.store.erase(key)
+        else:
+            self.store.set(key, data)
+
     def _write_batch_now(self, batch: list[ChunkProjection], batch_bytes: int,
-                         values: np.ndarray) -> None:
+                         values: np.ndarray, lock_each: bool = False) -> None:
+        """Encode and store ``batch``; ``lock_each`` (whole chunks, no transactions):
+        each chunk's key lock is taken around its own store only."""
         need_old = [p for p in batch if not p.is_complete_chunk]
         olds = dict(zip((self.key(p.chunk_coords) for p in need_old),
                         self.store.get_many([self.key(p.chunk_coords) for p in need_old])))
@@ -471,7 +486,7 @@ class ChunkIO:
         if self._encode_shards is not None and not need_old:
             self._store_encoded(self._encode_whole_shards(
                 batch, values, store_each=direct,
-                parallel=True if direct and len(batch) > 1 else None))
+                parallel=True if direct and len(batch) > 1 else None, lock_each=lock_each))
             return
 
         def work(p: ChunkProjection) -> tuple[str, bytes | None] | None:
@@ -481,10 +496,7 @@ class ChunkIO:
                 self._merged_chunk(p, spec, key, olds.get(key), values), spec)
             if not direct:
                 return key, encoded
-            if encoded is None:
-                self.store.erase(key)
-            else:
-                self.store.set(key, encoded)
+            self._store_one(key, encoded, lock_each)
             return None
 
         results = workers.map_grouped(work, batch, parallel=self._parallel(batch_bytes)

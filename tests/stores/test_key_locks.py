@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import warnings
 
 import numpy as np
@@ -197,3 +198,60 @@ def test_lock_directory_falls_back_inside_the_root_when_the_parent_is_read_only(
     assert done.stdout.strip() == "k"                      # the lock directory is not a key
     assert (root / LOCK_DIR).is_dir() and not (parent / f".data.zarr{LOCK_DIR}").exists()
     assert FilesystemStore(root).get("k") == b"locked"
+
+
+class _Watched(FilesystemStore):
+    """A directory store that records, per write, whether its thread held the key lock."""
+
+    def __init__(self, root) -> None:
+        super().__init__(root)
+        self.held = threading.local()
+        self.sets: list[bool] = []
+
+    def _key_lock(self, keys):
+        inner = super()._key_lock(keys)
+        held = self.held
+
+        class Hold:
+            def __enter__(self):
+                inner.__enter__()
+                held.depth = getattr(held, "depth", 0) + 1
+
+            def __exit__(self, *exc):
+                held.depth -= 1
+                return inner.__exit__(*exc)
+        return Hold()
+
+    def locked(self) -> bool:
+        return getattr(self.held, "depth", 0) > 0
+
+    def _set(self, key, value):
+        if "/c/" in f"/{key}":
+            self.sets.append(self.locked())
+        super()._set(key, value)
+
+
+def test_whole_chunks_are_encoded_outside_the_key_lock_and_stored_inside_it(
+        tmp_path, monkeypatch):
+    """A whole chunk depends on nothing stored: its encoding must not hold the lock that
+    other writers' read-modify-writes wait for, but its set must (it may not land between
+    another writer's read and write). A partial chunk is encoded under the lock."""
+    from kvzarr.engine import chunk_io
+    store = _Watched(tmp_path / "data.zarr")
+    a = kvzarr.create_array(store, name="a", shape=(64, 64), chunks=(16, 16),
+                            dtype="float64", fill_value=0)
+    encoded_locked: list[bool] = []
+    real = chunk_io.ChunkIO._encode_chunk
+
+    def encode(self, chunk, spec):
+        encoded_locked.append(store.locked())
+        return real(self, chunk, spec)
+    monkeypatch.setattr(chunk_io.ChunkIO, "_encode_chunk", encode)
+
+    a[...] = np.arange(64 * 64, dtype="float64").reshape(64, 64)       # 16 whole chunks
+    assert encoded_locked == [False] * 16 and store.sets == [True] * 16
+    encoded_locked.clear()
+    store.sets.clear()
+    a[3, 5] = -1.0                                                     # a read-modify-write
+    assert encoded_locked == [True] and store.sets == [True]
+    assert a[3, 5] == -1.0 and a[63, 63] == 64 * 64 - 1
