@@ -228,13 +228,19 @@ class ZipStore(Store):
             return self._fresh(), None
         return txn.archive, txn
 
-    def _get(self, key: str) -> bytes | None:
-        archive, txn = self._view()
+    @staticmethod
+    def _located(archive: _Archive, txn: Any, key: str) -> tuple[ArchiveFile, Member] | None:
+        """Where the value of ``key`` is read from as ``txn`` (None: outside a
+        transaction) sees it: the members it appended, else ``archive``; None if absent."""
         if txn is not None and txn.writes and key in txn.writes:
             m = txn.writes[key]
-            return None if m is DELETED else txn.pending.file.read(m)
+            return None if m is DELETED else (txn.pending.file, m)
         m = archive.members.get(key)
-        return None if m is None else archive.read(m)
+        return None if m is None else (archive, m)
+
+    def _get(self, key: str) -> bytes | None:
+        found = self._located(*self._view(), key)
+        return None if found is None else found[0].read(found[1])
 
     streams_values = True
 
@@ -244,15 +250,8 @@ class ZipStore(Store):
         checking a member's CRC-32 costs more than reading it from the page cache and
         zlib lets threads do it at once."""
         archive, txn = self._view()
-        found: list[tuple[ArchiveFile, Member] | None] = []
-        for key in keys:
-            key = check_key(key, self.max_key_bytes)
-            if txn is not None and txn.writes and key in txn.writes:
-                m = txn.writes[key]
-                found.append(None if m is DELETED else (txn.pending.file, m))
-            else:
-                m = archive.members.get(key)
-                found.append(None if m is None else (archive, m))
+        found = [self._located(archive, txn, check_key(key, self.max_key_bytes))
+                 for key in keys]
         sizes = [entry[1].size for entry in found if entry is not None]
         if (len(sizes) < 2 or workers.in_worker()
                 or sum(sizes) < _READ_AHEAD_VALUE_BYTES * len(sizes)):
@@ -280,14 +279,11 @@ class ZipStore(Store):
             workers.drain([f for _, f in ahead if f is not None])
 
     def _get_range(self, key: str, request: ByteRequest) -> bytes | None:
-        archive, txn = self._view()
-        if txn is not None and txn.writes and key in txn.writes:
-            m = txn.writes[key]
-            if m is DELETED:
-                return None
-            return txn.pending.file.read_span(m, *_resolve(request, m.size))
-        m = archive.members.get(key)
-        return None if m is None else archive.read_range(m, request)
+        found = self._located(*self._view(), key)
+        if found is None:
+            return None
+        file, m = found
+        return file.read_span(m, *_resolve(request, m.size))
 
     def _exists(self, key: str) -> bool:
         archive, txn = self._view()

@@ -65,10 +65,6 @@ class ArchiveVersion(ArchiveFile):
         """Bytes before the directory that no live member uses (a compaction frees them)."""
         return max(0, self.cd_start - self.shift - self.live)
 
-    def read_range(self, m: Member, request: ByteRequest) -> bytes:
-        start, end = resolve(request, m.size)
-        return self.read_span(m, start, end)
-
 
 def load(path: Path, record_fd: int | None, prev: ArchiveVersion | None
          ) -> tuple[Ident, ArchiveVersion]:

@@ -472,6 +472,7 @@ def write_directory(out: ArchiveWriter | BytesOut, members: list[Member],
     limit = out.zip64_limit
     members.sort(key=_BY_NAME)
     start = out.pos
+    # (central_record's cache check, inline: a call per member cost a fifth of a commit)
     out.write(b"".join([m.central if m.central_at == m.header_offset
                         and limit == ZIP64_LIMIT else central_record(m, limit)
                         for m in members]))
