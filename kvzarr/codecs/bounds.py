@@ -48,7 +48,8 @@ MAX_OUTPUT = sys.maxsize - 1
 
 def compressed_bound(size: int) -> int:
     """An upper bound on what a general-purpose compressor writes for ``size`` bytes:
-    above zlib's ``deflateBound`` (about 0.03% plus 13 bytes, plus 18 of gzip framing),
+    above zlib's ``deflateBound`` (about 0.03% plus 13 bytes, plus 18 of gzip framing)
+    and zlib-ng's (up to 1/8 more at its level 1, which emits 9-bit literals),
     ``ZSTD_compressBound`` (0.4% plus up to 64 bytes) and Blosc's 16 bytes of overhead,
     with room for other encoders' framing (gzip header fields, several members)."""
     return size + (size >> 3) + 4096

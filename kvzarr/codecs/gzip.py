@@ -8,24 +8,32 @@ No aliases. ``level`` is an integer 0..9 (0 stores without compression).
 
 Promises:
 
-* Output is the member Python's ``gzip.GzipFile`` writes for in-memory data (which is
-  what zarr-python's GzipCodec, through numcodecs, writes): the same header flags,
-  deflate stream and trailer, except that the header's modification time is always 0
-  instead of the current time, so equal chunks give equal bytes.
+* Levels 2..9 deflate with zlib-ng (the ``zlib-ng`` package,
+  https://github.com/zlib-ng/zlib-ng), 1.2 to 2.6 times as fast as the classic zlib
+  that zarr-python uses (through numcodecs and Python's ``zlib``), at about the same
+  ratio. The bytes are neither zarr-python's nor TensorStore's (whose deflate is yet
+  another); every gzip reader inflates all three. The header is zlib-ng's: modification
+  time 0, OS 3 (Unix).
+* Level 1 deflates with the classic zlib: zlib-ng's level 1 strategy writes
+  incompressible data up to 1/8 larger than it came, where zlib's stays within a few
+  bytes. Level 0 stores.
+* Equal chunks give equal bytes (the modification time is always 0).
 * Decoding accepts several concatenated members (RFC 1952 section 2.2), verifies each
   member's CRC-32 and length, and raises :class:`CodecError` on anything else:
   truncated data, trailing garbage, a bad header or checksum.
 * Decoding is bounded (:mod:`.bounds`): zlib inflates at most the chunk's size (given by
   the pipeline) and :class:`DecodedSizeError` is raised past it, so a member that
   inflates to gigabytes costs no more than the chunk.
-* zlib releases the GIL while it works; no threads are started here.
+* zlib-ng releases the GIL while it works (one call per chunk, the CRC computed as it
+  deflates); no threads are started here.
 """
 
 from __future__ import annotations
 
-import struct
 import zlib
 from typing import Any
+
+from zlib_ng import zlib_ng
 
 from ..errors import MetadataError
 from .base import BytesBytesCodec, ChunkArraySpec
@@ -33,21 +41,17 @@ from .bounds import compressed_bound
 from .decoders import gunzip
 from .registry import register_codec
 
-# magic, CM=deflate, FLG=0 (no name), MTIME=0; XFL and OS follow
-_HEADER_START = b"\x1f\x8b\x08\x00\x00\x00\x00\x00"
-_OS_UNKNOWN = b"\xff"
+#: zlib's window bits for a gzip wrapper around the deflate stream (15 + 16)
+_GZIP_WBITS = 16 + zlib_ng.MAX_WBITS
 
 
 class GzipCodec(BytesBytesCodec):
-    """gzip compression with zlib."""
+    """gzip compression with zlib-ng."""
 
     name = "gzip"
 
     def __init__(self, level: int = 5) -> None:
         self.level = _parse_level(level)
-        # XFL as GzipFile writes it: 2 = best compression, 4 = fastest
-        xfl = b"\x02" if self.level == 9 else b"\x04" if self.level == 1 else b"\x00"
-        self._header = _HEADER_START + xfl + _OS_UNKNOWN
 
     @classmethod
     def from_config(cls, configuration: dict[str, Any]) -> "GzipCodec":
@@ -63,15 +67,8 @@ class GzipCodec(BytesBytesCodec):
         return {"name": "gzip", "configuration": {"level": self.level}}
 
     def encode(self, data: bytes, spec: ChunkArraySpec) -> bytes:
-        view = memoryview(data).cast("B")
-        # the same compressor settings and call sequence as gzip.GzipFile, so the
-        # deflate stream is byte-identical to numcodecs' GZip
-        compressor = zlib.compressobj(self.level, zlib.DEFLATED, -zlib.MAX_WBITS,
-                                      zlib.DEF_MEM_LEVEL, 0)
-        body = compressor.compress(view)
-        tail = compressor.flush()
-        trailer = struct.pack("<II", zlib.crc32(view), view.nbytes & 0xFFFFFFFF)
-        return b"".join((self._header, body, tail, trailer))
+        deflate = zlib.compress if self.level == 1 else zlib_ng.compress
+        return deflate(memoryview(data).cast("B"), self.level, _GZIP_WBITS)
 
     def decode(self, data: bytes, spec: ChunkArraySpec) -> bytes:
         return self.decode_bounded(data, spec, None)

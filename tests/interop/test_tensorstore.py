@@ -130,3 +130,23 @@ def test_kvzarr_resize_read_by_tensorstore(tmp_path):
     t = _ts_open(tmp_path)
     assert tuple(t.shape) == (11, 4)
     assert_bit_equal(t.read().result(), expected)
+
+
+
+@pytest.mark.parametrize("level", range(10))
+def test_tensorstore_reads_gzip_chunks_at_every_level(level, tmp_path):
+    """Level 0 stores, level 1 deflates with the classic zlib, levels 2..9 with zlib-ng
+    (``kvzarr.codecs.gzip``): TensorStore inflates every one. Data from noise to runs, so
+    that every strategy of the deflaters is used."""
+    rng = np.random.default_rng(level)
+    y, x = np.mgrid[0:128, 0:128]
+    data = np.concatenate([
+        rng.integers(0, 65535, (64, 128)),                                  # noise
+        (1000 + 300 * np.sin(x / 9) + rng.normal(0, 2, (128, 128)))[:32],  # smooth
+        (x // 16 + y // 8)[:32],                                            # runs
+    ]).astype("uint16")
+    a = kvzarr.create_array(str(tmp_path), name=NAME, shape=data.shape, chunks=(32, 32),
+                            dtype="uint16", fill_value=0,
+                            compressors=[{"name": "gzip", "configuration": {"level": level}}])
+    a[...] = data
+    np.testing.assert_array_equal(_ts_open(tmp_path).read().result(), data)
