@@ -16,6 +16,12 @@ every commit) and each size, in a fresh store:
 middle size. The smallest size is shown but not judged: at 10 children a listing's
 fixed cost (opening the group) is most of it, which is not a cost of the store's size.
 
+The raw engines (``raw-lmdb``, ``raw-sqlite``, ``raw-files``: py-lmdb, sqlite3 and plain
+files with no Zarr on top, at kvzarr's durability, ``systems/raw_engines.py``) do the
+same: the same keys, 4 KiB values, one transaction per slab, the same single reads, one
+key per child. Where a kvzarr store's cost grows and its engine's grows as much (within
+10%), the report says the growth is the engine's.
+
     python benchmarks/scaling.py                        # 10k/100k/1M chunks, 10/1k/100k
     python benchmarks/scaling.py --chunks 1000,10000 --children 10,1000 --stores lmdb
 
@@ -43,10 +49,16 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import kvzarr  # noqa: E402
+from benchmarks.systems.raw_engines import open_kv  # noqa: E402
 
 CHUNK = 32                  # 32 x 32 float32 = 4 KiB
 WIDTH = 100                 # chunks per row of chunks, as W2
 FLAT = 1.25                 # allowed growth of cost per item, middle size to largest
+ENGINE_SLACK = 1.10         # a store's growth within this of its engine's is the engine's
+#: each kvzarr store's raw engine, and the name of its file or directory
+RAW = {"lmdb": ("raw-lmdb", "lmdb", "data.lmdb"), "sqlite": ("raw-sqlite", "sqlite", "data.sqlite"),
+       "directory": ("raw-files", "files", "data")}
+RAW_KINDS = {raw: (engine, name) for raw, engine, name in RAW.values()}
 
 
 def open_store(kind: str, where: Path) -> Any:
@@ -115,6 +127,73 @@ def w2(kind: str, nchunks: int, slab: int, points: int, base: Path) -> dict[str,
             "stored / payload": stored / payload}
 
 
+def w2_raw(kind: str, nchunks: int, slab: int, points: int, base: Path) -> dict[str, float]:
+    """:func:`w2` on a raw engine: each chunk a key ``a/c/i/j`` holding its 4 KiB, one
+    ``put_many`` (one transaction) per slab, one ``get_many`` per slab read, one ``get``
+    per single read."""
+    engine, name = RAW_KINDS[kind]
+    rows = max(1, nchunks // WIDTH)
+    nchunks = rows * WIDTH
+    slab_rows = max(1, slab // WIDTH)
+    rng = np.random.default_rng(0)
+    where = Path(tempfile.mkdtemp(dir=base))
+    block = rng.random((slab_rows * CHUNK, WIDTH * CHUNK), dtype="float32")
+
+    def chunk(r: int, c: int) -> bytes:      # the r-th row of chunks of a slab
+        return block[r * CHUNK:(r + 1) * CHUNK, c * CHUNK:(c + 1) * CHUNK].tobytes()
+
+    def keys(lo: int, hi: int) -> list[str]:
+        return [f"a/c/{r}/{c}" for r in range(lo, hi) for c in range(WIDTH)]
+
+    try:
+        kv = open_kv(engine, str(where / name))
+        slabs = [(r, min(rows, r + slab_rows)) for r in range(0, rows, slab_rows)]
+        write = 0.0
+        for lo, hi in slabs:
+            write += timed(lambda: kv.put_many(list(zip(keys(lo, hi), (
+                chunk(r - lo, c) for r in range(lo, hi) for c in range(WIDTH))))))
+        read = 0.0
+        for lo, hi in slabs:
+            got: list[Any] = []
+            read += timed(lambda: got.extend(kv.get_many(keys(lo, hi))))
+            if got[-1] != chunk(hi - lo - 1, WIDTH - 1) or len(got) != (hi - lo) * WIDTH:
+                raise SystemExit(f"{kind}: read back differs at rows {lo}..{hi}")
+        ii = rng.integers(0, rows * CHUNK, points)
+        jj = rng.integers(0, WIDTH * CHUNK, points)
+        single = timed(lambda: [np.frombuffer(kv.get(f"a/c/{i // CHUNK}/{j // CHUNK}"),
+                                              "float32")[i % CHUNK * CHUNK + j % CHUNK]
+                                for i, j in zip(ii, jj)])
+        kv.close()
+        stored = disk_bytes(where)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    payload = nchunks * CHUNK * CHUNK * 4
+    return {"items": nchunks, "write us/chunk": write / nchunks * 1e6,
+            "read us/chunk": read / nchunks * 1e6,
+            "single read us/element": single / points * 1e6,
+            "stored / payload": stored / payload}
+
+
+def w4_raw(kind: str, children: int, passes: int, base: Path) -> dict[str, float]:
+    """:func:`w4` on a raw engine: one key per child (``parent/cN/zarr.json``), written
+    in one transaction, listed by the engine's own prefix scan or ``scandir``."""
+    engine, name = RAW_KINDS[kind]
+    where = Path(tempfile.mkdtemp(dir=base))
+    try:
+        kv = open_kv(engine, str(where / name))
+        kv.put_many([(f"parent/c{i:07d}/zarr.json", b"{}") for i in range(children)])
+        samples = []
+        for _ in range(passes):
+            names: list[str] = []
+            samples.append(timed(lambda: names.extend(kv.children("parent/"))))
+            if len(names) != children:
+                raise SystemExit(f"{kind}: listed {len(names)} of {children} children")
+        kv.close()
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    return {"items": children, "list us/child": statistics.median(samples) / children * 1e6}
+
+
 def w4(kind: str, children: int, passes: int, base: Path) -> dict[str, float]:
     where = Path(tempfile.mkdtemp(dir=base))
     try:
@@ -147,6 +226,20 @@ def flatness(rows: list[dict[str, float]], metric: str) -> tuple[float, bool] | 
     return growth, growth <= FLAT
 
 
+def engine_note(result: dict[str, Any], kind: str, part: str, metric: str,
+                growth: float) -> str:
+    """For a store whose cost is not flat: its raw engine's growth in the same run, and
+    whether the store's is within :data:`ENGINE_SLACK` of it (the engine's own)."""
+    raw = RAW.get(kind, (None,))[0]
+    rows = result["stores"].get(raw, {}).get(part, [])
+    judged = flatness(rows, metric) if len(rows) == len(result["sizes"][part]) else None
+    if judged is None:
+        return ""
+    own = growth <= judged[0] * ENGINE_SLACK
+    return (f" ({raw} {judged[0]:.2f}×: " +
+            ("the engine's growth)" if own else "the engine grows less)"))
+
+
 def markdown(result: dict[str, Any]) -> str:
     out = ["# Scaling: cost per item as the store grows", "",
            f"Run {result['started']} on {result['machine']}; "
@@ -167,6 +260,8 @@ def markdown(result: dict[str, Any]) -> str:
                 judged = flatness(rows, metric) if metric != "stored / payload" else None
                 verdict = "" if judged is None else \
                     f"{judged[0]:.2f}× {'flat' if judged[1] else '**not flat**'}"
+                if judged is not None and not judged[1]:
+                    verdict += engine_note(result, kind, part, metric, judged[0])
                 out.append(f"| {kind} | {metric} | " + " | ".join(cells) + f" | {verdict} |")
         out.append("")
     return "\n".join(out)
@@ -201,7 +296,8 @@ def chart(result: dict[str, Any], path: Path) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--stores", default="lmdb,sqlite,directory")
+    ap.add_argument("--stores",
+                    default="lmdb,sqlite,directory,raw-lmdb,raw-sqlite,raw-files")
     ap.add_argument("--chunks", default="10000,100000,1000000")
     ap.add_argument("--children", default="10,1000,100000")
     ap.add_argument("--slab", type=int, default=10000, help="chunks per write call")
@@ -220,12 +316,13 @@ def main(argv: list[str] | None = None) -> int:
         "sizes": sizes, "stores": {}}
     for kind in args.stores.split(","):
         parts: dict[str, list[dict[str, float]]] = {"w2": [], "w4": []}
+        raw = kind in RAW_KINDS
         for n in sizes["w2"]:
-            row = w2(kind, n, args.slab, args.points, base)
+            row = (w2_raw if raw else w2)(kind, n, args.slab, args.points, base)
             parts["w2"].append(row)
             print(kind, "W2", {k: round(v, 3) for k, v in row.items()}, flush=True)
         for n in sizes["w4"]:
-            row = w4(kind, n, args.passes, base)
+            row = (w4_raw if raw else w4)(kind, n, args.passes, base)
             parts["w4"].append(row)
             print(kind, "W4", {k: round(v, 3) for k, v in row.items()}, flush=True)
         result["stores"][kind] = parts

@@ -424,7 +424,8 @@ def test_scaling_runs_every_store_and_judges_flatness(tmp_path):
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     run = json.loads((out / "scaling.json").read_text())
-    assert sorted(run["stores"]) == ["directory", "lmdb", "sqlite"]
+    assert sorted(run["stores"]) == ["directory", "lmdb", "raw-files", "raw-lmdb",
+                                     "raw-sqlite", "sqlite"]
     for parts in run["stores"].values():
         assert [r["items"] for r in parts["w2"]] == [200, 400]
         assert [r["items"] for r in parts["w4"]] == [3, 6]
@@ -432,4 +433,28 @@ def test_scaling_runs_every_store_and_judges_flatness(tmp_path):
             assert row["write us/chunk"] > 0 and row["stored / payload"] >= 1
     text = (out / "scaling.md").read_text()
     assert "| lmdb | list us/child |" in text and "flat" in text
+    assert "| raw-files | read us/chunk |" in text
     assert list((tmp_path / "data").iterdir()) == []      # every store removed after use
+
+
+def test_scaling_says_whose_growth_it_is():
+    """A store's growth is called its engine's only when the raw engine, in the same
+    run, grows as much (within 10%)."""
+    from benchmarks import scaling
+
+    def rows(*costs):
+        return {"w2": [{"items": n, "read us/chunk": c, "write us/chunk": 1.0,
+                        "single read us/element": 1.0, "stored / payload": 1.0}
+                       for n, c in zip((10, 100, 1000), costs)], "w4": []}
+
+    result = {"started": "now", "machine": "2 cores", "command": "scaling",
+              "sizes": {"w2": [10, 100, 1000], "w4": []},
+              "stores": {"lmdb": rows(1, 1, 3.0), "raw-lmdb": rows(1, 1, 2.8),
+                         "sqlite": rows(1, 1, 3.0), "raw-sqlite": rows(1, 1, 1.1),
+                         "directory": rows(1, 1, 3.0)}}
+    text = scaling.markdown(result)
+    line = {r.split("|")[1].strip(): r for r in text.splitlines()
+            if "| read us/chunk |" in r}
+    assert "(raw-lmdb 2.80×: the engine's growth)" in line["lmdb"]
+    assert "(raw-sqlite 1.10×: the engine grows less)" in line["sqlite"]
+    assert "**not flat** |" in line["directory"]        # no raw-files row: nothing said
