@@ -16,14 +16,15 @@ Promises:
   classic zlib gets 2.9 at levels 2..8 (level 9 gets 2.9 with either). The bytes are
   neither zarr-python's nor TensorStore's (whose deflate is yet another); every gzip
   reader inflates all three. The header is zlib-ng's: modification time 0, OS 3 (Unix).
-* Level 1 deflates with the classic zlib: zlib-ng's level 1 strategy writes
-  incompressible data up to 1/8 larger than it came, where zlib's stays within a few
-  bytes. Level 0 stores.
+* Level 1 deflates with the classic zlib: zlib-ng's level 1 strategy codes literals
+  with deflate's fixed Huffman code only, so data in which it finds few matches comes
+  out up to 1/8 larger than it went in, where zlib's stays within a few bytes. Level 0
+  stores.
 * Equal chunks give equal bytes (the modification time is always 0).
 * Decoding accepts several concatenated members (RFC 1952 section 2.2), verifies each
   member's CRC-32 and length, and raises :class:`CodecError` on anything else:
   truncated data, trailing garbage, a bad header or checksum.
-* Decoding is bounded (:mod:`.bounds`): zlib inflates at most the chunk's size (given by
+* Decoding is bounded (:mod:`.bounds`): zlib-ng inflates at most the chunk's size (given by
   the pipeline) and :class:`DecodedSizeError` is raised past it, so a member that
   inflates to gigabytes costs no more than the chunk.
 * zlib-ng releases the GIL while it works (one call per chunk, the CRC computed as it
