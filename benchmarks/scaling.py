@@ -89,81 +89,116 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t0
 
 
+class ArraySteps:
+    """W2's and W4's steps through kvzarr: an array of 4 KiB chunks, a group's children."""
+
+    def __init__(self, kind: str, where: Path) -> None:
+        self.store = open_store(kind, where)
+
+    def create(self, rows: int) -> None:
+        self.a = kvzarr.create_array(self.store, name="a", shape=(rows * CHUNK, WIDTH * CHUNK),
+                                     chunks=(CHUNK, CHUNK), dtype="float32", compressors=None)
+
+    def write(self, lo: int, hi: int, block: np.ndarray) -> None:
+        self.a[lo * CHUNK:hi * CHUNK] = block
+
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        return self.a[lo * CHUNK:hi * CHUNK]
+
+    def same(self, got: np.ndarray, block: np.ndarray) -> bool:
+        return np.array_equal(got, block)
+
+    def element(self, i: int, j: int) -> Any:
+        return self.a[i, j]
+
+    def make_children(self, n: int) -> None:
+        parent = kvzarr.open_group(self.store, mode="w").create_group("parent")
+        with self.store.transaction():
+            for i in range(n):
+                parent.create_group(f"c{i:07d}")
+
+    def lister(self) -> Callable[[], list[str]]:
+        """A fresh handle's listing (opening the group is not timed)."""
+        return kvzarr.open_group(self.store, path="parent", mode="r").group_keys
+
+    def close(self) -> None:
+        if hasattr(self.store, "close"):
+            self.store.close()
+
+
+class RawSteps:
+    """The same steps on a raw engine: each chunk a key ``a/c/i/j`` holding its 4 KiB
+    (one ``put_many``, one transaction, per slab; one ``get_many`` per slab read; one
+    ``get`` per single read), one key ``parent/cN/zarr.json`` per child, listed by the
+    engine's own prefix scan or ``scandir``."""
+
+    def __init__(self, kind: str, where: Path) -> None:
+        engine, name = RAW_KINDS[kind]
+        self.kv = open_kv(engine, str(where / name))
+
+    def create(self, rows: int) -> None:
+        pass
+
+    @staticmethod
+    def _chunks(block: np.ndarray) -> list[bytes]:
+        return [block[r:r + CHUNK, c * CHUNK:(c + 1) * CHUNK].tobytes()
+                for r in range(0, block.shape[0], CHUNK) for c in range(WIDTH)]
+
+    @staticmethod
+    def _keys(lo: int, hi: int) -> list[str]:
+        return [f"a/c/{r}/{c}" for r in range(lo, hi) for c in range(WIDTH)]
+
+    def write(self, lo: int, hi: int, block: np.ndarray) -> None:
+        self.kv.put_many(list(zip(self._keys(lo, hi), self._chunks(block))))
+
+    def read(self, lo: int, hi: int) -> list[bytes | None]:
+        return self.kv.get_many(self._keys(lo, hi))
+
+    def same(self, got: list[bytes | None], block: np.ndarray) -> bool:
+        return got == self._chunks(block)
+
+    def element(self, i: int, j: int) -> Any:
+        chunk = self.kv.get(f"a/c/{i // CHUNK}/{j // CHUNK}")
+        return np.frombuffer(chunk, "float32")[i % CHUNK * CHUNK + j % CHUNK]
+
+    def make_children(self, n: int) -> None:
+        self.kv.put_many([(f"parent/c{i:07d}/zarr.json", b"{}") for i in range(n)])
+
+    def lister(self) -> Callable[[], list[str]]:
+        return lambda: self.kv.children("parent/")
+
+    def close(self) -> None:
+        self.kv.close()
+
+
+def steps_for(kind: str, where: Path) -> ArraySteps | RawSteps:
+    return (RawSteps if kind in RAW_KINDS else ArraySteps)(kind, where)
+
+
 def w2(kind: str, nchunks: int, slab: int, points: int, base: Path) -> dict[str, float]:
     rows = max(1, nchunks // WIDTH)
     nchunks = rows * WIDTH
     slab_rows = max(1, slab // WIDTH)
-    shape = (rows * CHUNK, WIDTH * CHUNK)
     rng = np.random.default_rng(0)
     where = Path(tempfile.mkdtemp(dir=base))
     try:
-        store = open_store(kind, where)
-        a = kvzarr.create_array(store, name="a", shape=shape, chunks=(CHUNK, CHUNK),
-                                dtype="float32", compressors=None)
+        steps = steps_for(kind, where)
+        steps.create(rows)
         slabs = [(r, min(rows, r + slab_rows)) for r in range(0, rows, slab_rows)]
-        block = rng.random((slab_rows * CHUNK, shape[1]), dtype="float32")
+        block = rng.random((slab_rows * CHUNK, WIDTH * CHUNK), dtype="float32")
         write = 0.0
         for lo, hi in slabs:       # the same random block in every slab: data is not timed
-            write += timed(lambda: a.__setitem__(
-                slice(lo * CHUNK, hi * CHUNK), block[:(hi - lo) * CHUNK]))
+            write += timed(lambda: steps.write(lo, hi, block[:(hi - lo) * CHUNK]))
         read = 0.0
         for lo, hi in slabs:
             got: list[Any] = []
-            read += timed(lambda: got.append(a[lo * CHUNK:hi * CHUNK]))
-            if not np.array_equal(got[0], block[:(hi - lo) * CHUNK]):
-                raise SystemExit(f"{kind}: read back differs at rows {lo}..{hi}")
-        ii = rng.integers(0, shape[0], points)
-        jj = rng.integers(0, shape[1], points)
-        single = timed(lambda: [a[i, j] for i, j in zip(ii, jj)])
-        if hasattr(store, "close"):
-            store.close()
-        stored = disk_bytes(where)
-    finally:
-        shutil.rmtree(where, ignore_errors=True)
-    payload = nchunks * CHUNK * CHUNK * 4
-    return {"items": nchunks, "write us/chunk": write / nchunks * 1e6,
-            "read us/chunk": read / nchunks * 1e6,
-            "single read us/element": single / points * 1e6,
-            "stored / payload": stored / payload}
-
-
-def w2_raw(kind: str, nchunks: int, slab: int, points: int, base: Path) -> dict[str, float]:
-    """:func:`w2` on a raw engine: each chunk a key ``a/c/i/j`` holding its 4 KiB, one
-    ``put_many`` (one transaction) per slab, one ``get_many`` per slab read, one ``get``
-    per single read."""
-    engine, name = RAW_KINDS[kind]
-    rows = max(1, nchunks // WIDTH)
-    nchunks = rows * WIDTH
-    slab_rows = max(1, slab // WIDTH)
-    rng = np.random.default_rng(0)
-    where = Path(tempfile.mkdtemp(dir=base))
-    block = rng.random((slab_rows * CHUNK, WIDTH * CHUNK), dtype="float32")
-
-    def chunk(r: int, c: int) -> bytes:      # the r-th row of chunks of a slab
-        return block[r * CHUNK:(r + 1) * CHUNK, c * CHUNK:(c + 1) * CHUNK].tobytes()
-
-    def keys(lo: int, hi: int) -> list[str]:
-        return [f"a/c/{r}/{c}" for r in range(lo, hi) for c in range(WIDTH)]
-
-    try:
-        kv = open_kv(engine, str(where / name))
-        slabs = [(r, min(rows, r + slab_rows)) for r in range(0, rows, slab_rows)]
-        write = 0.0
-        for lo, hi in slabs:
-            write += timed(lambda: kv.put_many(list(zip(keys(lo, hi), (
-                chunk(r - lo, c) for r in range(lo, hi) for c in range(WIDTH))))))
-        read = 0.0
-        for lo, hi in slabs:
-            got: list[Any] = []
-            read += timed(lambda: got.extend(kv.get_many(keys(lo, hi))))
-            if got[-1] != chunk(hi - lo - 1, WIDTH - 1) or len(got) != (hi - lo) * WIDTH:
+            read += timed(lambda: got.append(steps.read(lo, hi)))
+            if not steps.same(got[0], block[:(hi - lo) * CHUNK]):
                 raise SystemExit(f"{kind}: read back differs at rows {lo}..{hi}")
         ii = rng.integers(0, rows * CHUNK, points)
         jj = rng.integers(0, WIDTH * CHUNK, points)
-        single = timed(lambda: [np.frombuffer(kv.get(f"a/c/{i // CHUNK}/{j // CHUNK}"),
-                                              "float32")[i % CHUNK * CHUNK + j % CHUNK]
-                                for i, j in zip(ii, jj)])
-        kv.close()
+        single = timed(lambda: [steps.element(i, j) for i, j in zip(ii, jj)])
+        steps.close()
         stored = disk_bytes(where)
     finally:
         shutil.rmtree(where, ignore_errors=True)
@@ -172,46 +207,21 @@ def w2_raw(kind: str, nchunks: int, slab: int, points: int, base: Path) -> dict[
             "read us/chunk": read / nchunks * 1e6,
             "single read us/element": single / points * 1e6,
             "stored / payload": stored / payload}
-
-
-def w4_raw(kind: str, children: int, passes: int, base: Path) -> dict[str, float]:
-    """:func:`w4` on a raw engine: one key per child (``parent/cN/zarr.json``), written
-    in one transaction, listed by the engine's own prefix scan or ``scandir``."""
-    engine, name = RAW_KINDS[kind]
-    where = Path(tempfile.mkdtemp(dir=base))
-    try:
-        kv = open_kv(engine, str(where / name))
-        kv.put_many([(f"parent/c{i:07d}/zarr.json", b"{}") for i in range(children)])
-        samples = []
-        for _ in range(passes):
-            names: list[str] = []
-            samples.append(timed(lambda: names.extend(kv.children("parent/"))))
-            if len(names) != children:
-                raise SystemExit(f"{kind}: listed {len(names)} of {children} children")
-        kv.close()
-    finally:
-        shutil.rmtree(where, ignore_errors=True)
-    return {"items": children, "list us/child": statistics.median(samples) / children * 1e6}
 
 
 def w4(kind: str, children: int, passes: int, base: Path) -> dict[str, float]:
     where = Path(tempfile.mkdtemp(dir=base))
     try:
-        store = open_store(kind, where)
-        root = kvzarr.open_group(store, mode="w")
-        parent = root.create_group("parent")
-        with store.transaction():
-            for i in range(children):
-                parent.create_group(f"c{i:07d}")
+        steps = steps_for(kind, where)
+        steps.make_children(children)
         samples = []
         for _ in range(passes):
-            g = kvzarr.open_group(store, path="parent", mode="r")
+            listing = steps.lister()
             names: list[str] = []
-            samples.append(timed(lambda: names.extend(g.group_keys())))
+            samples.append(timed(lambda: names.extend(listing())))
             if len(names) != children:
                 raise SystemExit(f"{kind}: listed {len(names)} of {children} children")
-        if hasattr(store, "close"):
-            store.close()
+        steps.close()
     finally:
         shutil.rmtree(where, ignore_errors=True)
     return {"items": children, "list us/child": statistics.median(samples) / children * 1e6}
@@ -316,13 +326,12 @@ def main(argv: list[str] | None = None) -> int:
         "sizes": sizes, "stores": {}}
     for kind in args.stores.split(","):
         parts: dict[str, list[dict[str, float]]] = {"w2": [], "w4": []}
-        raw = kind in RAW_KINDS
         for n in sizes["w2"]:
-            row = (w2_raw if raw else w2)(kind, n, args.slab, args.points, base)
+            row = w2(kind, n, args.slab, args.points, base)
             parts["w2"].append(row)
             print(kind, "W2", {k: round(v, 3) for k, v in row.items()}, flush=True)
         for n in sizes["w4"]:
-            row = (w4_raw if raw else w4)(kind, n, args.passes, base)
+            row = w4(kind, n, args.passes, base)
             parts["w4"].append(row)
             print(kind, "W4", {k: round(v, 3) for k, v in row.items()}, flush=True)
         result["stores"][kind] = parts
