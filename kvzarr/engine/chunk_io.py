@@ -9,8 +9,10 @@ processes writing different elements of one chunk both survive (a store without
 transactions that has key locks, a directory, holds ``Store.key_lock`` of the chunks
 instead, batch by batch); a chunk that ends up
 equal to the fill value is erased instead of stored (unless ``write_empty_chunks``).
-Whole chunks are encoded before the write transaction begins; on a plain-bytes regular
-array, those a slice selection covers are laid out in one strided copy
+Whole chunks are encoded on the worker pool while the store writes those already done
+(:mod:`kvzarr.engine.encode_stream`): the write transaction begins once the first are
+ready, so its puts overlap the rest of the encoding. On a plain-bytes regular array,
+the whole chunks a slice selection covers are laid out in one strided copy
 (:mod:`kvzarr.engine.plain_chunks`); whole shards go to the sharding codec's
 ``encode_many`` together, so their inner chunks share the worker pool as one batch.
 
@@ -25,7 +27,8 @@ import math
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -42,17 +45,22 @@ from ..metadata.v3 import ArrayMetadata
 from ..runtime import workers
 from ..runtime.gc_pause import gc_paused
 from ..stores.base import Store
-from . import plain_chunks
+from . import encode_stream, plain_chunks
 from .byte_source import StoreByteSource
+from .encode_stream import EncodeStream
 from .config import ArrayConfig
 
 #: below this many encoded bytes in a batch, threads cost more than they save
 _POOL_MIN_BYTES = 512 * 1024
 #: raw bytes of chunks encoded before they are handed to the store in one set_many
 _WRITE_BATCH_BYTES = 64 * 1024 * 1024
-#: raw bytes of whole chunks encoded before a write transaction begins (the rest of a
-#: bigger write is encoded inside it, batch by batch)
+#: raw bytes of whole chunks encoded before a write transaction begins, where they are
+#: not streamed (the rest of a bigger write is encoded inside it, batch by batch)
 _AHEAD_BYTES = 256 * 1024 * 1024
+#: a write's encoded chunks waiting for the store at most (encode_stream.EncodeStream)
+_STREAM_WINDOW_BYTES = 64 * 1024 * 1024
+#: raw bytes of small chunks one streamed task encodes and hands over together
+_STREAM_GROUP_BYTES = 2 * 1024 * 1024
 #: plain chunks smaller than this, read from a store without transactions, are probed
 #: (ChunkIO._fetch_and_decode): the first _PROBE_CHUNKS are read on the calling thread,
 #: and the rest go to the pool only if those took over _CACHED_READ_SECONDS each (a
@@ -286,19 +294,40 @@ class ChunkIO:
             return
         pointwise = isinstance(indexer, (CoordinateIndexer, MaskIndexer))
         ready: list[tuple[str, Any]] = []
+        stream: EncodeStream | None = None
         if transactional:
-            # Whole chunks do not depend on what is stored: encode them before the write
-            # transaction, so the store's writer lock is held for the puts and the commit
-            # only, and writers in other processes compress at the same time.
+            # Whole chunks do not depend on what is stored: their encoding starts before
+            # the write transaction, so the store's writer lock is held only once the
+            # first are ready, and writers in other processes compress at the same time.
             budget = _AHEAD_BYTES
             if boxes:
                 ready = self._encode_box(indexer, boxes.pop(0), values)
                 budget -= len(ready) * self._nbytes_plain()
-            ready_more, projections = self._encode_ahead(projections, values, budget)
-            ready += ready_more
+            stream, projections = self._stream_whole(projections, values)
+            if stream is None:
+                ready_more, projections = self._encode_ahead(projections, values, budget)
+                ready += ready_more
+        with stream or nullcontext():
+            encoded = iter(stream.items()) if stream is not None else iter(())
+            ready += next(encoded, [])
+            self._write_in_transaction(indexer, values, ready, stream, encoded, boxes,
+                                       projections, pointwise)
+
+    def _write_in_transaction(self, indexer: Indexer, values: np.ndarray,
+                              ready: list[tuple[str, Any]], stream: EncodeStream | None,
+                              encoded: Iterator[list[Any]], boxes: list[list[range]],
+                              projections: list[ChunkProjection], pointwise: bool) -> None:
+        """Store ``ready``, then what ``encoded`` (``stream``'s items) yields as it
+        comes, then the plain ``boxes``, then ``projections`` (read-modify-writes and
+        whole chunks encoded here), all in one write transaction."""
         partial = self.pipeline.supports_partial
         with self.store.transaction():
+            if stream is not None:
+                # the puts come piece by piece: let a store that grows ahead grow once
+                self.store.expect_writes(stream.raw_bytes)
             self._store_encoded(ready)
+            for items in encoded:
+                self._store_encoded(items)
             for slab in boxes:
                 self._store_encoded(self._encode_box(indexer, slab, values))
             batch: list[ChunkProjection] = []
@@ -361,23 +390,60 @@ class ChunkIO:
             return self._encode_whole_shards(ahead, values), rest
         return workers.map_grouped(work, ahead, parallel=self._parallel(total)), rest
 
+    def _stream_whole(self, projections: list[ChunkProjection], values: np.ndarray
+                      ) -> tuple[EncodeStream | None, list[ChunkProjection]]:
+        """A stream encoding the whole chunks (or shards) among ``projections`` on the
+        pool, and the projections left; (None, projections) where that is not worth a
+        thread: plain bytes (a copy), too few bytes for the pool, or a caller that is
+        itself a pool worker."""
+        if self._plain or not encode_stream.usable():
+            return None, projections
+        whole = [p for p in projections if p.is_complete_chunk]
+        total = sum(self._nbytes(p) for p in whole)
+        if not self._parallel(total):
+            return None, projections
+        rest = [p for p in projections if not p.is_complete_chunk]
+
+        if self._encode_shards is not None:
+            def produce(emit: Callable[[list[tuple[str, Any]]], None]) -> None:
+                self._encode_whole_shards(whole, values, each=lambda k, d: emit([(k, d)]),
+                                          parallel=True)
+        else:
+            def encode(p: ChunkProjection) -> tuple[str, bytes | None]:
+                spec = self.spec(p.chunk_coords)
+                return self.key(p.chunk_coords), self._encode_chunk(
+                    self._merged_chunk(p, spec, "", None, values), spec)
+
+            # groups of about _STREAM_GROUP_BYTES, and a few per worker at least
+            size = max(1, min(_STREAM_GROUP_BYTES // max(1, total // len(whole)),
+                              -(-len(whole) // (4 * workers.WORKERS))))
+            groups = [whole[i:i + size] for i in range(0, len(whole), size)]
+
+            def produce(emit: Callable[[list[tuple[str, Any]]], None]) -> None:
+                workers.map_items(lambda group: emit([encode(p) for p in group]), groups,
+                                  parallel=True)
+        raw = sum(math.prod(self.spec(p.chunk_coords).shape) for p in whole) \
+            * self.dtype.itemsize
+        return EncodeStream(produce, _STREAM_WINDOW_BYTES, raw), rest
+
     def _encode_whole_shards(self, shards: list[ChunkProjection], values: np.ndarray,
-                             store_each: bool = False, parallel: bool | None = None,
-                             lock_each: bool = False) -> list[tuple[str, bytes | None]]:
+                             each: Callable[[str, bytes | None], Any] | None = None,
+                             parallel: bool | None = None
+                             ) -> list[tuple[str, bytes | None]]:
         """Whole shards encoded in one batch of inner chunks on the pool (the codec's
-        ``encode_many``); (key, bytes or None to erase) pairs. ``store_each``: each shard
-        is stored (or erased) by the thread that finished it, as soon as it is ready,
-        holding its key lock if ``lock_each``, and nothing is returned."""
+        ``encode_many``); (key, bytes or None to erase) pairs. ``each``: called with each
+        shard's (key, bytes or None) by the thread that finished it, as soon as it is
+        ready, and nothing is returned."""
         specs = [self.spec(p.chunk_coords) for p in shards]
         keys = [self.key(p.chunk_coords) for p in shards]
         chunks = [self._merged_chunk(p, s, k, None, values)
                   for p, s, k in zip(shards, specs, keys)]
         done = None
-        if store_each:
+        if each is not None:
             def done(i: int, data: bytes | None) -> None:
-                self._store_one(keys[i], data, lock_each)
+                each(keys[i], data)
         encoded = self._encode_shards(chunks, specs, done, parallel)
-        return [] if store_each else list(zip(keys, encoded))
+        return [] if each is not None else list(zip(keys, encoded))
 
     def _encode_plain(self, ahead: list[ChunkProjection], values: np.ndarray,
                       general: Callable[[ChunkProjection], tuple[str, bytes | None]]
@@ -484,9 +550,10 @@ class ChunkIO:
         # overlap with encoding and no batch of encoded chunks is held in memory.
         direct = not self.store.capabilities.transactional
         if self._encode_shards is not None and not need_old:
+            each = (lambda key, data: self._store_one(key, data, lock_each)) if direct \
+                else None
             self._store_encoded(self._encode_whole_shards(
-                batch, values, store_each=direct,
-                parallel=True if direct and len(batch) > 1 else None, lock_each=lock_each))
+                batch, values, each=each, parallel=True if direct and len(batch) > 1 else None))
             return
 
         def work(p: ChunkProjection) -> tuple[str, bytes | None] | None:

@@ -293,6 +293,13 @@ class Store(ABC):
         with self.transaction():
             self._set_many(checked)
 
+    def expect_writes(self, nbytes: int) -> None:
+        """A hint inside a write transaction: about ``nbytes`` more are about to be
+        stored in it. A store that must make room ahead makes it once, now (LMDB grows
+        its map, and each growth replays the transaction's writes so far); the others
+        ignore it. Never needed for correctness: what does not fit grows the store as
+        it would have without the hint."""
+
     def set_partial_values(self, key_start_values: Iterable[tuple[str, int, bytes]]) -> None:
         """Overwrite bytes of existing values starting at an offset (the spec's
         ``set_partial_values``). A value that does not exist yet is created."""

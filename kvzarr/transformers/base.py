@@ -202,6 +202,9 @@ class Transformer(Store):
         self._check_writable()
         self.base.set_many(items)
 
+    def expect_writes(self, nbytes: int) -> None:
+        self.base.expect_writes(nbytes)
+
     def _set_range(self, key: str, offset: int, value: bytes) -> None:
         self.base.set_partial_values([(key, offset, value)])
 

@@ -439,9 +439,11 @@ class SharedEnv:
             return False
         return size > info["map_size"] - (info["last_pgno"] + 1) * self.psize
 
-    def grow(self, pending: int) -> None:
+    def grow(self, pending: int, headroom: int = 2) -> None:
         """Enlarge the map for a write that did not fit. ``pending`` estimates the bytes
-        the retried transaction writes. Raises StoreFullError at ``map_size_max``."""
+        the retried transaction writes: the map gets room for ``headroom`` times that
+        (1 where it is a caller's own estimate of all it will write). Raises
+        StoreFullError at ``map_size_max``."""
         with self.gate.exclusive(), self._map_change():
             before = self.env.info()["map_size"]
             self._adopt()                  # take what other processes have grown to
@@ -450,8 +452,8 @@ class SharedEnv:
             used = (info["last_pgno"] + 1) * self.psize
             # Double, but by at most _GROW_STEP at a time: with a write map the whole
             # map is allocated on disk.
-            want = max(before + min(before, _GROW_STEP), used + 2 * pending + (1 << 20),
-                       current)
+            room = headroom * pending if headroom > 1 else pending + pending // 8
+            want = max(before + min(before, _GROW_STEP), used + room + (1 << 20), current)
             target = min(self.map_size_max, want)
             if target <= before:
                 raise StoreFullError(

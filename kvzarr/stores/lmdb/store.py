@@ -33,7 +33,7 @@ import lmdb
 
 from ..byteranges import ByteRequest, apply_byte_request
 from ...errors import (ConflictError, KvzarrError, StoreClosedError, StoreConfigError,
-                       StoreError)
+                       StoreError, StoreFullError)
 from ..base import Capabilities, Store
 from ..keys import check_key
 from ...runtime import process as _process
@@ -45,6 +45,8 @@ from .env import DURABILITY, SharedEnv, _translate
 _BACKEND_ERRORS = (lmdb.Error, OSError, LookupError)
 #: Writes estimated at this many bytes or more check the free map space first.
 _PREGROW_BYTES = 1 << 20
+#: the most one expect_writes hint grows the map by
+_HINT_MAX_BYTES = 1 << 30
 
 #: Transaction operations replayed after the map grows: (function(txn, arg), arg).
 _Op = Callable[[Any, Any], Any]
@@ -208,14 +210,37 @@ class LMDBStore(Store):
         except _BACKEND_ERRORS as e:
             raise _translate(e, key=key, path=self.path) from e
 
-    def _regrow(self, h: _Txn, extra: int) -> None:
+    def expect_writes(self, nbytes: int) -> None:
+        """Grow the map now if ``nbytes`` more may not fit, while this transaction has
+        little to replay (Store.expect_writes). At most _HINT_MAX_BYTES at a time: the
+        hint is an estimate, and with a write map the whole map is allocated on disk."""
+        h = self._current_transaction()
+        if h is None or not h.write or h.txn is None or nbytes < _PREGROW_BYTES:
+            return
+        nbytes = min(nbytes, _HINT_MAX_BYTES)
+        try:
+            if h.shared.lacks_room(nbytes):
+                self._regrow(h, nbytes, headroom=1, hint=True)
+        except KvzarrError:
+            raise
+        except _BACKEND_ERRORS as e:
+            raise _translate(e, path=self.path) from e
+
+    def _regrow(self, h: _Txn, extra: int, headroom: int = 2, hint: bool = False) -> None:
         """Abort ``h``'s LMDB transaction, grow the map and replay ``h``'s log in a new
         one. Other kvzarr writers are shut out by the flock held since ``_begin``; a
-        writer that ignores it is detected by the transaction id and refused."""
+        writer that ignores it is detected by the transaction id and refused. ``hint``:
+        only a hint asked for the room, so where the map cannot grow (map_size_max, a
+        full disk) the transaction goes on in the map it has."""
         shared = h.shared
         while True:
             self._finish(h, commit=False)
-            shared.grow(h.log_bytes + extra)
+            try:
+                shared.grow(h.log_bytes + extra, headroom)
+            except StoreFullError:
+                if not hint:
+                    raise
+            hint = False        # the log fitted the map it has: a replay cannot fail so
             h.txn = shared.begin(True)
             if h.txn.id() != h.txn_id:
                 raise ConflictError(
