@@ -55,6 +55,7 @@ from .checkpoint import AUTOCHECKPOINT_PAGES, LARGE_COMMIT_BYTES, BackgroundChec
 from .counter import PostgresCounter
 from .journal import JOURNAL_MODES, switch_journal
 from .sqlite_file import check_database_file
+from .writeback import WRITEBACK_BYTES, LogWriteback
 
 # SQLite primary result codes (https://sqlite.org/rescode.html)
 _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 5, 6, 8
@@ -322,6 +323,10 @@ class Backend:
     def _commit_statement(self, txn: Txn) -> None:
         txn.cur.execute("COMMIT")
 
+    def stored(self, txn: Txn, nbytes: int) -> None:
+        """The store stored values of ``nbytes`` in all in the open ``txn``."""
+        txn.written += nbytes
+
     def _commit_write(self, txn: Txn) -> None:
         """COMMIT a write transaction where the commit may wait (and be retried)."""
         txn.cur.execute("COMMIT")
@@ -454,6 +459,8 @@ class SQLiteBackend(Backend):
         self._busy_ms = max(0, int(busy_timeout * 1000))
         #: the checkpoints that large commits leave to a thread (checkpoint.py)
         self.checkpoints = BackgroundCheckpoints(self._checkpoint)
+        #: the log's early write-back during large transactions (writeback.py)
+        self.writeback = None if read_only else LogWriteback(path + "-wal")
         super().__init__(engine, display, read_only=read_only, busy_timeout=busy_timeout,
                          retries=retries)
 
@@ -500,6 +507,15 @@ class SQLiteBackend(Backend):
             except self.errors:
                 pass   # never an error after a commit that succeeded; close checkpoints
         self.checkpoints.request()
+
+    def stored(self, txn: Txn, nbytes: int) -> None:
+        """Counts the bytes; every WRITEBACK_BYTES of them, starts writing the log
+        back (writeback.py): SQLite has put most of them there by now."""
+        before = txn.written
+        txn.written += nbytes
+        if self.writeback is not None and \
+                before // WRITEBACK_BYTES != txn.written // WRITEBACK_BYTES:
+            self.writeback.request()
 
     def _checkpoint(self) -> None:
         """One passive checkpoint (it never waits for readers or writers), on a

@@ -268,11 +268,12 @@ class SQLStore(Store):
         txn = self._current_transaction()
         if txn is not None:
             txn.dirty = True
-            txn.written += nbytes
             try:
                 yield txn.cur
             except self._errors as e:
                 raise translate(e, key=key, path=self._backend.display) from e
+            if nbytes:
+                self._backend.stored(txn, nbytes)
             return
         txn = self._backend.begin(write=True)
         txn.dirty = True

@@ -1,0 +1,122 @@
+"""Early write-back of a SQLite write-ahead log while a large transaction is still
+being written, so that its COMMIT waits for less.
+
+A write transaction in WAL mode appends its pages to the ``-wal`` file as SQLite's page
+cache spills them, long before the COMMIT. They wait in the operating system's page
+cache until the COMMIT's fsync, and the writer then waits for all of them to reach the
+disk at once: about 0.1 s for 150 MB here, a quarter of a bulk write of compressed
+chunks. Every :data:`WRITEBACK_BYTES` a transaction stores, the store asks the kernel to
+start writing what the log holds so far (``sync_file_range(SYNC_FILE_RANGE_WRITE)``,
+https://man7.org/linux/man-pages/man2/sync_file_range.2.html) on a thread of its own,
+while the writer goes on encoding and inserting.
+
+Promises:
+
+* nothing about durability changes: the kernel is only asked early for writes it makes
+  anyway (at the fsync, or under memory pressure); the COMMIT still syncs the log, and
+  frames after the log's last commit frame are ignored when it is read
+  (https://www.sqlite.org/walformat.html, "The WAL File");
+* the writer never waits for it: one request runs at a time, and one asked for while
+  it runs makes it run once more;
+* where the call does not exist (not Linux) or fails, nothing happens.
+
+Measured (W1, 256 MiB of blosc-zstd chunks into a new file, synchronous=FULL): about
+1.1-1.2x the write rate. LMDB's write map did not gain from the same (slower in the same
+runs), so the LMDB store does not do it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import sys
+import threading
+import weakref
+from typing import Any
+
+from ...runtime.process import current_pid
+
+#: bytes a transaction stores between two requests
+WRITEBACK_BYTES = 16 * 1024 * 1024
+#: sync_file_range's flag: start writing the dirty pages of the range, do not wait
+_SYNC_FILE_RANGE_WRITE = 2
+
+
+def _sync_file_range() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        fn = libc.sync_file_range
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_SYNC_FILE_RANGE = _sync_file_range()
+
+
+def available() -> bool:
+    """Whether this system can start a file's write-back early."""
+    return _SYNC_FILE_RANGE is not None
+
+
+class LogWriteback:
+    """Starts the write-back of ``path`` (a database's ``-wal`` file) on a thread of its
+    own, when asked (:meth:`request`), never twice at once."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._reset()
+        ref = weakref.ref(self)
+
+        def _in_child() -> None:   # the parent's thread does not exist in the child
+            me = ref()
+            if me is not None:
+                me._reset()
+
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_in_child)
+
+    def _reset(self) -> None:
+        self._lock = threading.Lock()
+        self._busy = False
+        self._again = False
+        self._pid = current_pid()
+        #: requests that started a write-back (for tests and the curious)
+        self.started = 0
+
+    def request(self) -> None:
+        """Start writing the log back soon, on a thread (the caller does not wait)."""
+        if _SYNC_FILE_RANGE is None:
+            return
+        with self._lock:
+            if self._busy:
+                self._again = True
+                return
+            self._busy = True
+        threading.Thread(target=self._run, daemon=True,
+                         name="kvzarr-sqlite-writeback").start()
+
+    def _run(self) -> None:
+        while True:
+            self._start_writeback()
+            with self._lock:
+                if not self._again:
+                    self._busy = False
+                    return
+                self._again = False
+
+    def _start_writeback(self) -> None:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return          # no log (a rollback-journal file, or not written yet)
+        try:
+            if _SYNC_FILE_RANGE(fd, 0, 0, _SYNC_FILE_RANGE_WRITE) == 0:
+                self.started += 1
+        finally:
+            os.close(fd)
