@@ -394,13 +394,13 @@ class ChunkIO:
                       ) -> tuple[EncodeStream | None, list[ChunkProjection]]:
         """A stream encoding the whole chunks (or shards) among ``projections`` on the
         pool, and the projections left; (None, projections) where that is not worth a
-        thread: plain bytes (a copy), too few bytes for the pool, or a caller that is
-        itself a pool worker."""
+        thread: plain bytes (a copy), one chunk (nothing to overlap its put with), too
+        few bytes for the pool, or a caller that is itself a pool worker."""
         if self._plain or not encode_stream.usable():
             return None, projections
         whole = [p for p in projections if p.is_complete_chunk]
         total = sum(self._nbytes(p) for p in whole)
-        if not self._parallel(total):
+        if len(whole) < 2 or not self._parallel(total):
             return None, projections
         rest = [p for p in projections if not p.is_complete_chunk]
 
