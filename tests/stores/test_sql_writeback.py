@@ -138,3 +138,11 @@ def test_writers_killed_at_any_moment_of_large_transactions_leave_one_generation
         seen.append(_one_generation(path))
     assert seen == sorted(seen)
     assert seen[-1] > 0            # some transactions committed between the kills
+
+
+def test_not_where_the_commit_does_not_sync_the_log(tmp_path: Path) -> None:
+    """synchronous=NORMAL syncs the log at checkpoints only: nothing to start early."""
+    with SQLStore(tmp_path / "s.db", synchronous="NORMAL") as store:
+        assert store._backend.writeback is None
+    with SQLStore(tmp_path / "s.db", synchronous="EXTRA") as store:
+        assert store._backend.writeback is not None

@@ -21,6 +21,9 @@ Promises:
   its journal mode unless one is asked for, which is set before any other connection of
   the store opens (SQLite switches a file out of WAL only while no other connection has
   it open: else :class:`ConflictError`). Every connection reads through a memory map.
+* SQLite: a transaction that stores many bytes has its log written back while it goes
+  on, every 16 MiB (writeback.py); a large one's checkpoint runs on the store's thread
+  (checkpoint.py).
 * PostgreSQL: a write transaction takes the transaction-level advisory lock of its store
   (``pg_advisory_xact_lock``) before anything else, so writers of one store run one at a
   time; waiting for it is bounded by ``lock_timeout`` = ``busy_timeout`` and retried like
@@ -459,8 +462,12 @@ class SQLiteBackend(Backend):
         self._busy_ms = max(0, int(busy_timeout * 1000))
         #: the checkpoints that large commits leave to a thread (checkpoint.py)
         self.checkpoints = BackgroundCheckpoints(self._checkpoint)
-        #: the log's early write-back during large transactions (writeback.py)
-        self.writeback = None if read_only else LogWriteback(path + "-wal")
+        #: the log's early write-back during large transactions (writeback.py), where
+        #: a COMMIT syncs the log (not with synchronous=NORMAL: its log is synced at
+        #: checkpoints, which run on a thread of their own anyway)
+        self.writeback = (LogWriteback(path + "-wal")
+                          if not read_only and synchronous.upper() in ("FULL", "EXTRA")
+                          else None)
         super().__init__(engine, display, read_only=read_only, busy_timeout=busy_timeout,
                          retries=retries)
 
