@@ -133,10 +133,13 @@ class FilesKV(KV):
 
 
 class LmdbKV(KV):
-    def __init__(self, path: str) -> None:
+    """``write_map``: write through LMDB's shared map (MDB_WRITEMAP), as kvzarr's LMDB
+    store does by default on Linux."""
+
+    def __init__(self, path: str, write_map: bool = False) -> None:
         import lmdb
         self.env = lmdb.open(path, subdir=False, map_size=1 << 40, sync=True,
-                             metasync=True, lock=True, max_dbs=0)
+                             metasync=True, lock=True, max_dbs=0, writemap=write_map)
 
     def put_many(self, items):
         with self.env.begin(write=True) as txn:
@@ -278,6 +281,8 @@ def open_kv(engine: str, loc: str, url: str | None = None) -> KV:
         return FilesKV(loc)
     if engine == "lmdb":
         return LmdbKV(loc)
+    if engine == "lmdb-writemap":
+        return LmdbKV(loc, write_map=True)
     if engine == "sqlite":
         return SqliteKV(loc)
     if engine == "postgresql":
