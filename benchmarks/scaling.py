@@ -64,8 +64,8 @@ POINT_BATCHES = 10
 #: each kvzarr store's raw engine, and the name of its file or directory. LMDB's writes
 #: through a shared map on Linux, as kvzarr's LMDB store does by default: a map written
 #: that way reads slower for a while after a large write on some machines (measured on a
-#: 2-core VM: ~45 µs a read right after writing 4 GB, ~20 µs a minute later, against
-#: ~12 µs without the write map), which is the engine's and the OS's, not kvzarr's.
+#: 2-core VM, kvzarr's single reads: ~45 µs right after writing 4 GB, 20-25 µs in the
+#: next passes, against ~12 µs without the write map), the engine's and the OS's cost.
 RAW = {"lmdb": ("raw-lmdb", "lmdb-writemap" if sys.platform.startswith("linux") else "lmdb",
                 "data.lmdb"),
        "sqlite": ("raw-sqlite", "sqlite", "data.sqlite"),
