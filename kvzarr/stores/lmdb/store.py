@@ -240,7 +240,7 @@ class LMDBStore(Store):
             except StoreFullError:
                 if not hint:
                     raise
-            hint = False        # the log fitted the map it has: a replay cannot fail so
+            hint = False        # tried once: the log fitted this map, so it fits again
             h.txn = shared.begin(True)
             if h.txn.id() != h.txn_id:
                 raise ConflictError(

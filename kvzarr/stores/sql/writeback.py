@@ -15,7 +15,7 @@ Promises:
 * nothing about durability changes: the kernel is only asked early for writes it makes
   anyway (at the fsync, or under memory pressure); the COMMIT still syncs the log, and
   frames after the log's last commit frame are ignored when it is read
-  (https://www.sqlite.org/walformat.html, "The WAL File");
+  (https://www.sqlite.org/fileformat2.html, "The Write-Ahead Log");
 * the writer never waits for it: one request runs at a time, and one asked for while
   it runs makes it run once more;
 * where the call does not exist (not Linux) or fails, nothing happens.
@@ -34,8 +34,6 @@ import sys
 import threading
 import weakref
 from typing import Any
-
-from ...runtime.process import current_pid
 
 #: bytes a transaction stores between two requests
 WRITEBACK_BYTES = 16 * 1024 * 1024
@@ -85,7 +83,6 @@ class LogWriteback:
         self._lock = threading.Lock()
         self._busy = False
         self._again = False
-        self._pid = current_pid()
         #: requests that started a write-back (for tests and the curious)
         self.started = 0
 
