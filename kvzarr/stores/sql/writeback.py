@@ -4,8 +4,8 @@ being written, so that its COMMIT waits for less.
 A write transaction in WAL mode appends its pages to the ``-wal`` file as SQLite's page
 cache spills them, long before the COMMIT. They wait in the operating system's page
 cache until the COMMIT's fsync, and the writer then waits for all of them to reach the
-disk at once: about 0.1 s for 150 MB here, a quarter of a bulk write of compressed
-chunks. Every :data:`WRITEBACK_BYTES` a transaction stores, the store asks the kernel to
+disk at once: 0.1-0.2 s for 150 MB on a 2-core VM, up to a quarter of a bulk write of
+compressed chunks (W1 of benchmarks/, 256 MiB of blosc-zstd). Every :data:`WRITEBACK_BYTES` a transaction stores, the store asks the kernel to
 start writing what the log holds so far (``sync_file_range(SYNC_FILE_RANGE_WRITE)``,
 https://man7.org/linux/man-pages/man2/sync_file_range.2.html) on a thread of its own,
 while the writer goes on encoding and inserting.
