@@ -29,12 +29,9 @@ Promises:
 
 from __future__ import annotations
 
-import os
-import threading
-import weakref
 from collections.abc import Callable
 
-from ...runtime.process import current_pid
+from .background import BackgroundJob
 
 #: bytes a write transaction stores before its commit leaves the checkpoint to the
 #: store's thread: half of what SQLite's automatic checkpoint waits for (1000 pages of
@@ -44,58 +41,11 @@ LARGE_COMMIT_BYTES = 8 * 1024 * 1024
 AUTOCHECKPOINT_PAGES = 1000
 
 
-class BackgroundCheckpoints:
+class BackgroundCheckpoints(BackgroundJob):
     """Runs ``checkpoint()`` (one passive checkpoint on a connection of the store) on a
-    thread of its own when asked, never two at once."""
+    thread of its own when asked, never two at once (background.py). Not a daemon: an
+    exiting interpreter lets the copy finish (and the last connection's close then
+    removes the log) instead of cutting it."""
 
     def __init__(self, checkpoint: Callable[[], None]) -> None:
-        self._checkpoint = checkpoint
-        self._reset()
-        ref = weakref.ref(self)
-
-        def _in_child() -> None:   # the parent's thread does not exist in the child
-            me = ref()
-            if me is not None:
-                me._reset()
-
-        if hasattr(os, "register_at_fork"):   # POSIX only; elsewhere no fork()
-            os.register_at_fork(after_in_child=_in_child)
-
-    def _reset(self) -> None:
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._busy = False
-        self._again = False
-        self._pid = current_pid()
-
-    def request(self) -> None:
-        """Checkpoint soon, on the store's thread (started if none runs)."""
-        with self._lock:
-            if self._busy:
-                self._again = True
-                return
-            self._busy = True
-            # not a daemon: an exiting interpreter lets the copy finish (and the last
-            # connection's close then removes the log) instead of cutting it
-            self._thread = threading.Thread(target=self._run, daemon=False,
-                                            name="kvzarr-sqlite-checkpoint")
-            self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            try:
-                self._checkpoint()
-            except Exception:    # skipped: a later checkpoint copies the pages (above)
-                pass
-            with self._lock:
-                if not self._again:
-                    self._busy = False
-                    return
-                self._again = False
-
-    def wait(self) -> None:
-        """Return once no checkpoint of this process runs."""
-        thread = self._thread
-        if thread is not None and self._pid == current_pid() \
-                and thread is not threading.current_thread():
-            thread.join()
+        super().__init__(checkpoint, name="kvzarr-sqlite-checkpoint", daemon=False)

@@ -5,8 +5,9 @@ A write transaction in WAL mode appends its pages to the ``-wal`` file as SQLite
 cache spills them, long before the COMMIT. They wait in the operating system's page
 cache until the COMMIT's fsync, and the writer then waits for all of them to reach the
 disk at once: 0.1-0.2 s for 150 MB on a 2-core VM, up to a quarter of a bulk write of
-compressed chunks (W1 of benchmarks/, 256 MiB of blosc-zstd). Every :data:`WRITEBACK_BYTES` a transaction stores, the store asks the kernel to
-start writing what the log holds so far (``sync_file_range(SYNC_FILE_RANGE_WRITE)``,
+compressed chunks (W1 of benchmarks/, 256 MiB of blosc-zstd). Every
+:data:`WRITEBACK_BYTES` a transaction stores, the store asks the kernel to start
+writing what the log holds so far (``sync_file_range(SYNC_FILE_RANGE_WRITE)``,
 https://man7.org/linux/man-pages/man2/sync_file_range.2.html) on a thread of its own,
 while the writer goes on encoding and inserting.
 
@@ -31,9 +32,9 @@ import ctypes
 import ctypes.util
 import os
 import sys
-import threading
-import weakref
 from typing import Any
+
+from .background import BackgroundJob
 
 #: bytes a transaction stores between two requests
 WRITEBACK_BYTES = 16 * 1024 * 1024
@@ -62,50 +63,20 @@ def available() -> bool:
     return _SYNC_FILE_RANGE is not None
 
 
-class LogWriteback:
+class LogWriteback(BackgroundJob):
     """Starts the write-back of ``path`` (a database's ``-wal`` file) on a thread of its
-    own, when asked (:meth:`request`), never twice at once."""
+    own, when asked (:meth:`request`), never twice at once (background.py)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._reset()
-        ref = weakref.ref(self)
-
-        def _in_child() -> None:   # the parent's thread does not exist in the child
-            me = ref()
-            if me is not None:
-                me._reset()
-
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=_in_child)
-
-    def _reset(self) -> None:
-        self._lock = threading.Lock()
-        self._busy = False
-        self._again = False
-        #: requests that started a write-back (for tests and the curious)
+        #: runs that started a write-back (for tests and the curious)
         self.started = 0
+        super().__init__(self._start_writeback, name="kvzarr-sqlite-writeback",
+                         daemon=True)
 
     def request(self) -> None:
-        """Start writing the log back soon, on a thread (the caller does not wait)."""
-        if _SYNC_FILE_RANGE is None:
-            return
-        with self._lock:
-            if self._busy:
-                self._again = True
-                return
-            self._busy = True
-        threading.Thread(target=self._run, daemon=True,
-                         name="kvzarr-sqlite-writeback").start()
-
-    def _run(self) -> None:
-        while True:
-            self._start_writeback()
-            with self._lock:
-                if not self._again:
-                    self._busy = False
-                    return
-                self._again = False
+        if _SYNC_FILE_RANGE is not None:
+            super().request()
 
     def _start_writeback(self) -> None:
         try:
