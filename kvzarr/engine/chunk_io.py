@@ -380,15 +380,20 @@ class ChunkIO:
             return [], rest
 
         def work(p: ChunkProjection) -> tuple[str, bytes | None]:
-            spec = self.spec(p.chunk_coords)
-            return self.key(p.chunk_coords), self._encode_chunk(
-                self._merged_chunk(p, spec, "", None, values), spec)
+            return self._encode_whole(p, values)
 
         if self._plain and self._regular_spec is not None:
             return self._encode_plain(ahead, values, work), rest
         if self._encode_shards is not None:
             return self._encode_whole_shards(ahead, values), rest
         return workers.map_grouped(work, ahead, parallel=self._parallel(total)), rest
+
+    def _encode_whole(self, p: ChunkProjection, values: np.ndarray
+                      ) -> tuple[str, bytes | None]:
+        """(key, bytes or None to erase) of the whole chunk ``p`` of ``values``."""
+        spec = self.spec(p.chunk_coords)
+        return self.key(p.chunk_coords), self._encode_chunk(
+            self._merged_chunk(p, spec, "", None, values), spec)
 
     def _stream_whole(self, projections: list[ChunkProjection], values: np.ndarray
                       ) -> tuple[EncodeStream | None, list[ChunkProjection]]:
@@ -399,7 +404,8 @@ class ChunkIO:
         if self._plain or not encode_stream.usable():
             return None, projections
         whole = [p for p in projections if p.is_complete_chunk]
-        total = sum(self._nbytes(p) for p in whole)
+        elements = sum(math.prod(self.spec(p.chunk_coords).shape) for p in whole)
+        total = elements * max(self.dtype.itemsize, 8)      # as _nbytes counts them
         if len(whole) < 2 or not self._parallel(total):
             return None, projections
         rest = [p for p in projections if not p.is_complete_chunk]
@@ -409,21 +415,16 @@ class ChunkIO:
                 self._encode_whole_shards(whole, values, each=lambda k, d: emit([(k, d)]),
                                           parallel=True)
         else:
-            def encode(p: ChunkProjection) -> tuple[str, bytes | None]:
-                spec = self.spec(p.chunk_coords)
-                return self.key(p.chunk_coords), self._encode_chunk(
-                    self._merged_chunk(p, spec, "", None, values), spec)
-
             # groups of about _STREAM_GROUP_BYTES, and a few per worker at least
             size = max(1, min(_STREAM_GROUP_BYTES // max(1, total // len(whole)),
                               -(-len(whole) // (4 * workers.WORKERS))))
             groups = [whole[i:i + size] for i in range(0, len(whole), size)]
 
             def produce(emit: Callable[[list[tuple[str, Any]]], None]) -> None:
-                workers.map_items(lambda group: emit([encode(p) for p in group]), groups,
-                                  parallel=True)
-        raw = sum(math.prod(self.spec(p.chunk_coords).shape) for p in whole) \
-            * self.dtype.itemsize
+                workers.map_items(
+                    lambda group: emit([self._encode_whole(p, values) for p in group]),
+                    groups, parallel=True)
+        raw = elements * self.dtype.itemsize
         return EncodeStream(produce, _STREAM_WINDOW_BYTES, raw), rest
 
     def _encode_whole_shards(self, shards: list[ChunkProjection], values: np.ndarray,

@@ -519,7 +519,7 @@ class SQLiteBackend(Backend):
         """Counts the bytes; every WRITEBACK_BYTES of them, starts writing the log
         back (writeback.py): SQLite has put most of them there by now."""
         before = txn.written
-        txn.written += nbytes
+        super().stored(txn, nbytes)
         if self.writeback is not None and \
                 before // WRITEBACK_BYTES != txn.written // WRITEBACK_BYTES:
             self.writeback.request()
