@@ -5,9 +5,7 @@ after the log was written back early -- before its COMMIT -- leaves the old stat
 
 from __future__ import annotations
 
-import os
 import random
-import signal
 import sys
 import time
 from pathlib import Path
@@ -19,6 +17,7 @@ from kvzarr.stores.sql import writeback
 from kvzarr.stores.sql.writeback import WRITEBACK_BYTES
 
 from ..forkserver import forkserver_context
+from .kill_trials import killed_runs
 
 pytestmark = pytest.mark.skipif(not writeback.available(),
                                 reason="no sync_file_range on this system")
@@ -65,12 +64,18 @@ def test_small_transactions_do_not(tmp_path: Path) -> None:
     store.close()
 
 
+def _open_when_let_go(path: str, go) -> tuple[SQLStore, int]:
+    """The store, once the trial lets this writer go, and the generation it holds then
+    (read after ``go``: the writer before may have committed up to its kill)."""
+    store = SQLStore(path, busy_timeout=10.0)
+    go.wait(30)
+    return store, int(store.get(_KEYS[0])[:8])
+
+
 def _write_then_hang(path: str, run: int, ready, go) -> None:
     """Commit nothing new: write the next generation in one transaction, wait until the
     log was written back early, say so, and hang inside the transaction."""
-    store = SQLStore(path, busy_timeout=10.0)
-    gen = int(store.get(_KEYS[0])[:8])
-    go.wait(30)
+    store, gen = _open_when_let_go(path, go)
     with store.transaction():
         for k in _KEYS:
             store.set(k, _generation(gen + 1))
@@ -80,9 +85,7 @@ def _write_then_hang(path: str, run: int, ready, go) -> None:
 
 
 def _write_until_killed(path: str, run: int, ready, go) -> None:
-    store = SQLStore(path, busy_timeout=10.0)
-    gen = int(store.get(_KEYS[0])[:8])
-    go.wait(30)
+    store, gen = _open_when_let_go(path, go)
     ready.set()
     while True:
         gen += 1
@@ -107,14 +110,7 @@ def test_a_writer_killed_after_an_early_writeback_leaves_the_old_state(
     path = str(tmp_path / "killed.db")
     with SQLStore(path) as store:
         store.set_many([(k, _generation(7)) for k in _KEYS])
-    for _ in range(2):
-        ready, go = ctx.Event(), ctx.Event()
-        child = ctx.Process(target=_write_then_hang, args=(path, 0, ready, go))
-        child.start()
-        go.set()
-        assert ready.wait(60)
-        os.kill(child.pid, signal.SIGKILL)
-        child.join(30)
+    for _ in killed_runs(ctx, _write_then_hang, path, 2, lambda run: 0.0):
         assert _one_generation(path) == 7
 
 
@@ -125,17 +121,9 @@ def test_writers_killed_at_any_moment_of_large_transactions_leave_one_generation
     with SQLStore(path) as store:
         store.set_many([(k, _generation(0)) for k in _KEYS])
     rng = random.Random(1617)
-    seen = []
-    for _ in range(8):
-        ready, go = ctx.Event(), ctx.Event()
-        child = ctx.Process(target=_write_until_killed, args=(path, 0, ready, go))
-        child.start()
-        go.set()
-        assert ready.wait(60)
-        time.sleep(rng.uniform(0.05, 0.8))
-        os.kill(child.pid, signal.SIGKILL)
-        child.join(30)
-        seen.append(_one_generation(path))
+    seen = [_one_generation(path)
+            for _ in killed_runs(ctx, _write_until_killed, path, 8,
+                                 lambda run: rng.uniform(0.05, 0.8))]
     assert seen == sorted(seen)
     assert seen[-1] > 0            # some transactions committed between the kills
 
