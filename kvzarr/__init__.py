@@ -18,13 +18,14 @@ from .engine.config import ArrayConfig
 from .group import Group
 from .migration import migrate_v3
 from .stores import FilesystemStore, MemoryStore, Store
+from . import vectors
 
 __version__ = "0.1.0"
 
 __all__ = ["Array", "ArrayConfig", "FilesystemStore", "Group", "MemoryStore", "Store", "array",
            "compact", "consolidate_metadata", "copy_store", "create_array", "create_group",
            "errors", "full", "group", "migrate_v3", "ones", "open", "open_array", "open_group",
-           "open_store", "zeros"]
+           "open_store", "vectors", "zeros"]
 
 #: stores whose backends import heavy libraries (SQLAlchemy, lmdb): loaded on first use
 _LAZY_STORES = ("LMDBStore", "SQLStore", "ZipStore")

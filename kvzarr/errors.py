@@ -185,6 +185,15 @@ class ChunkNotFoundError(KvzarrError, KeyError):
     """A chunk is missing and the array was opened with ``read_missing_chunks=False``."""
 
 
+# --- vector geometry (Zarr Vector Format) -----------------------------------------------
+
+class VectorDataError(KvzarrError, ValueError):
+    """Geometry that :mod:`kvzarr.vectors` cannot store or answer for as given: positions
+    of the wrong dimensionality or with NaN, a bounding box of the wrong length, bins that
+    do not divide chunks, faces or edges that index missing vertices, object ids unknown to
+    the write. Raised before anything is written."""
+
+
 # --- stores ---------------------------------------------------------------------------
 
 class StoreError(KvzarrError, OSError):

@@ -20,7 +20,8 @@ _ABOVE_STORES = ["kvzarr.codecs", "kvzarr.grid", "kvzarr.indexing", "kvzarr.arra
                  "kvzarr.group", "kvzarr.metadata", "kvzarr.engine", "kvzarr.api",
                  "kvzarr.hierarchy", "kvzarr.creation", "kvzarr.node", "kvzarr.cli",
                  "kvzarr.attributes", "kvzarr.compaction", "kvzarr.copying",
-                 "kvzarr.array_info", "kvzarr.consolidated", "kvzarr.move"]
+                 "kvzarr.array_info", "kvzarr.consolidated", "kvzarr.move",
+                 "kvzarr.vectors"]
 
 # layer -> kvzarr modules it must never import (prefix match on the dotted name)
 FORBIDDEN = {
@@ -57,6 +58,8 @@ FORBIDDEN = {
     "kvzarr.consolidated": ["kvzarr.array", "kvzarr.group", "kvzarr.api", "kvzarr.hierarchy",
                             "kvzarr.node", "kvzarr.move", "kvzarr.engine"],
     "kvzarr.group": ["kvzarr.api"],
+    # the vector format is built on the public layers; nothing below it knows of it
+    "kvzarr.vectors": ["kvzarr.cli"],
     "kvzarr.errors": ["kvzarr."],
 }
 
