@@ -85,8 +85,10 @@ class FragmentIndex:
 
     def check_rows(self, n_rows: int, where: str) -> None:
         """Every row a fragment names lies inside a cell of ``n_rows`` rows."""
-        bad_range = np.any((self.starts < 0) | (self.counts < 0)
-                           | (self.starts + self.counts > n_rows))
+        # (each bound first, so that start + count cannot overflow)
+        bad_range = np.any((self.starts < 0) | (self.counts < 0) | (self.starts > n_rows)
+                           | (self.counts > n_rows)) or np.any(
+                               self.starts + self.counts > n_rows)
         bad_rows = self.explicit_rows.size and (self.explicit_rows.min() < 0
                                                 or self.explicit_rows.max() >= n_rows)
         if bad_range or bad_rows:
@@ -179,6 +181,8 @@ def decode(blob: bytes, key: str | None = None) -> FragmentIndex:
         raise CodecError(f"fragment index holds {len(data) - pos} bytes of explicit rows, "
                          f"its offsets say {8 * n_rows}", key=key)
     rows = np.frombuffer(data, "<i8", n_rows, pos).astype(np.int64)
+    if np.any(table["start"] < 0) or np.any(table["count"] < 0) or np.any(rows < 0):
+        raise CodecError("fragment index holds negative rows", key=key)
     return FragmentIndex(is_range, table["start"].astype(np.int64),
                          table["count"].astype(np.int64), offsets, rows)
 

@@ -89,12 +89,12 @@ def _number(value: float) -> int | float:
 
 def root_attributes(*, name: str, chunk_shape, bounds, base_bin_shape, axes,
                     geometry_type: str, links_convention: str,
-                    level_bins: list[tuple[float, ...]] | None = None,
+                    level_bins: list[tuple[float, ...]],
                     keep: dict[str, Any] | None = None) -> dict[str, Any]:
     """The root group's attributes. ``level_bins`` lists each level's bin shape (level 0
-    first); ``keep`` carries members of an existing root that a write leaves alone
-    (user attributes)."""
-    level_bins = level_bins or [tuple(float(b) for b in base_bin_shape)]
+    first); ``base_bin_shape`` is the level-0 bin as the caller gave it, None when it
+    was not given (one bin per chunk); ``keep`` carries the members of an existing
+    root that a write leaves alone (user attributes)."""
     base = np.asarray(level_bins[0], dtype=np.float64)
     datasets = []
     for level, bins in enumerate(level_bins):
@@ -102,14 +102,15 @@ def root_attributes(*, name: str, chunk_shape, bounds, base_bin_shape, axes,
         datasets.append({"path": str(level), "coordinateTransformations": [
             {"type": "scale", "scale": scale},
             {"type": "translation", "translation": [float(b) / 2 for b in bins]}]})
-    zv = {"zv_version": ZV_VERSION, "format_capabilities": [],
-          "chunk_shape": [_number(c) for c in chunk_shape],
-          "bounds": [[float(v) for v in bounds[0]], [float(v) for v in bounds[1]]],
-          "geometry_types": [geometry_type],
-          "base_bin_shape": [_number(b) for b in base_bin_shape],
-          "links_convention": links_convention,
-          "object_index_convention": "standard",
-          "cross_chunk_strategy": "explicit_links"}
+    zv: dict[str, Any] = {"zv_version": ZV_VERSION, "format_capabilities": [],
+                          "chunk_shape": [_number(c) for c in chunk_shape],
+                          "bounds": [[float(v) for v in bounds[0]],
+                                     [float(v) for v in bounds[1]]],
+                          "geometry_types": [geometry_type]}
+    if base_bin_shape is not None:   # (absent: one bin per chunk, as zarr-vectors writes it)
+        zv["base_bin_shape"] = [_number(b) for b in base_bin_shape]
+    zv.update(links_convention=links_convention, object_index_convention="standard",
+              cross_chunk_strategy="explicit_links")
     attrs = dict(keep or {})
     attrs["zarr_vectors"] = zv
     attrs["multiscales"] = [{"version": "0.4", "name": "default", "axes": axes,

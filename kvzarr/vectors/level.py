@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MetadataError, NodeNotFoundError, UnsupportedOperationError
+from ..errors import CodecError, MetadataError, NodeNotFoundError, UnsupportedOperationError
 from . import fragments as fragment_index
 from .cells import CellArray
 from .grid import SpatialGrid, parse_chunk_name
@@ -68,6 +68,11 @@ class Level:
                                 field="nonempty_chunks")
         chunks = sorted(parse_chunk_name(n, self.ndim, self.vertices.path) for n in names)
         self.chunks = np.asarray(chunks, dtype=np.int64).reshape(len(chunks), self.ndim)
+        first = np.asarray(self.grid.origin, dtype=np.int64)
+        if len(chunks) and (np.any(self.chunks < first) or np.any(
+                self.chunks >= first + np.asarray(self.grid.shape, dtype=np.int64))):
+            raise MetadataError("nonempty_chunks names chunks outside the array's grid",
+                                key=self.vertices.path, field="nonempty_chunks")
         self.fragments = self._cells("vertex_fragments", required=False)
         self._objects: ObjectIndex | None | bool = False
 
@@ -117,6 +122,15 @@ class Level:
             raise MetadataError(f"a vertices cell of {len(payload)} bytes is not whole rows "
                                 f"of {self.ndim} x {self.dtype}", key=where)
         return np.frombuffer(payload, self.dtype).reshape(-1, self.ndim)
+
+    def attribute_rows(self, stored: StoredLayout, cells: CellArray, payload: Any,
+                       n_rows: int, chunk: tuple[int, ...]) -> np.ndarray:
+        """An attribute cell's rows, which must pair one to one with the vertices'."""
+        rows = stored.rows(payload, cells.path)
+        if len(rows) != n_rows:
+            raise CodecError(f"attribute cell of chunk {chunk} holds {len(rows)} rows, its "
+                             f"vertices {n_rows}", key=cells.path)
+        return rows
 
     def fragment_index(self, payload: Any, n_rows: int, where: str
                        ) -> fragment_index.FragmentIndex:

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import MetadataError, VectorDataError
 from . import dense, manifests
+from .cells import compressor_codecs
 from .target import Target
 
 MANIFEST_ROWS = 16384
@@ -51,10 +52,11 @@ def check_ids(object_ids: Any, n: int) -> np.ndarray:
     return ids.astype(np.int64)
 
 
-def write_index(target: Target, level: str, parts: ObjectParts, sid_ndim: int
-                ) -> tuple[list[tuple[str, bytes]], np.ndarray]:
+def write_index(target: Target, level: str, parts: ObjectParts, sid_ndim: int,
+                compressor: Any = None) -> tuple[list[tuple[str, bytes]], np.ndarray]:
     """The ``object_index`` group and its two arrays; returns the items and the sorted
-    object ids (the rows)."""
+    object ids (the rows). The id table takes the writer's ``compressor`` (the
+    manifests are always zstd), as zarr-vectors writes them."""
     order = np.argsort(parts.ids, kind="stable")
     ids = parts.ids[order]
     chunks, frags = parts.chunks[order], parts.fragments[order]
@@ -81,7 +83,8 @@ def write_index(target: Target, level: str, parts: ObjectParts, sid_ndim: int
             "sid_ndim": sid_ndim, "layout": LAYOUT, "object_ids_sorted": True}})
     doc = dense.bytes_document(n, min(MANIFEST_ROWS, max(n, 1)), {})
     items += dense.encode(target, f"{level}/object_index/manifests", doc, blobs)
-    doc = dense.numeric_document(row_ids, (max(n, 1),), {}, compressed=False)
+    doc = dense.document(row_ids.shape, "int64", (max(n, 1),),
+                         [dense.BYTES_LE, *compressor_codecs(compressor)], 0, {})
     items += dense.encode(target, f"{level}/object_index/object_ids", doc, row_ids)
     return items, row_ids
 

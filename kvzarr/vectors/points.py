@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UnsupportedOperationError, VectorDataError
+from ..errors import CodecError, MetadataError, UnsupportedOperationError, VectorDataError
 from . import fragments
 from .level import Level
 from .objects import ObjectParts, check_ids
@@ -237,11 +237,8 @@ def _read_space(lv: Level, allowed: np.ndarray, box: Box | None, names: list[str
         mask = box.contains(rows) if box is not None else None
         out_pos.append(rows[mask] if mask is not None else rows)
         for k, (cells, stored) in enumerate(attrs):
-            col = stored.rows(fetched[1 + k][i], cells.path)
-            if len(col) != len(verts[i]):
-                raise VectorDataError(f"attribute {names[k]!r} has {len(col)} rows in chunk "
-                                      f"{chunk_list[i]}, the vertices {len(verts[i])}",
-                                      key=cells.path)
+            col = lv.attribute_rows(stored, cells, fetched[1 + k][i], len(verts[i]),
+                                    chunk_list[i])
             col = col[take[i]] if take[i] is not None else col
             out_attr[k].append(col[mask] if mask is not None else col)
     positions = np.concatenate(out_pos) if out_pos else np.zeros((0, lv.ndim), lv.dtype)
@@ -286,8 +283,8 @@ def _read_objects(lv: Level, wanted: np.ndarray, allowed: np.ndarray, box: Box |
             continue
         chunk_arr, frags = objects.manifest(int(row))
         if chunk_arr.shape[1] != lv.ndim:
-            raise VectorDataError(f"manifests address {chunk_arr.shape[1]} dimensions, the "
-                                  f"level {lv.ndim}", key=lv.target.key(lv.path))
+            raise MetadataError(f"manifests address {chunk_arr.shape[1]} dimensions, the "
+                                f"level {lv.ndim}", key=lv.target.key(lv.path))
         for chunk, frag in zip(map(tuple, chunk_arr.tolist()), frags.tolist()):
             if chunk in allowed_set:
                 plan.append((int(oid), chunk, frag))
@@ -296,8 +293,8 @@ def _read_objects(lv: Level, wanted: np.ndarray, allowed: np.ndarray, box: Box |
     chunk_list = sorted({c for _, c, _ in plan})
     arrays = [lv.vertices, lv.fragments] + [a for a, _ in attrs]
     if lv.fragments is None:
-        raise VectorDataError("the level has objects but no vertex_fragments",
-                              key=lv.target.key(lv.path))
+        raise MetadataError("the level has objects but no vertex_fragments",
+                            key=lv.target.key(lv.path))
     fetched = lv.fetch(arrays, chunk_list)
     at = {c: i for i, c in enumerate(chunk_list)}
     verts, indexes, cols = {}, {}, [dict() for _ in attrs]
@@ -306,13 +303,13 @@ def _read_objects(lv: Level, wanted: np.ndarray, allowed: np.ndarray, box: Box |
         verts[c] = lv.vertex_rows(fetched[0][i], where)
         indexes[c] = lv.fragment_index(fetched[1][i], len(verts[c]), where)
         for k, (cells, stored) in enumerate(attrs):
-            cols[k][c] = stored.rows(fetched[2 + k][i], cells.path)
+            cols[k][c] = lv.attribute_rows(stored, cells, fetched[2 + k][i], len(verts[c]), c)
     out_pos, out_ids, out_attr = [], [], [[] for _ in names]
     for oid, chunk, frag in plan:
         if frag >= indexes[chunk].count:
-            raise VectorDataError(f"object {oid} names fragment {frag} of chunk {chunk}, "
-                                  f"which has {indexes[chunk].count}",
-                                  key=lv.target.key(f"{lv.path}/object_index"))
+            raise CodecError(f"object {oid} names fragment {frag} of chunk {chunk}, "
+                             f"which has {indexes[chunk].count}",
+                             key=lv.target.key(f"{lv.path}/object_index"))
         take = indexes[chunk].rows(frag)
         out_pos.append(verts[chunk][take])
         out_ids.append(np.full(len(take), oid, dtype=np.int64))

@@ -56,7 +56,8 @@ def check_positions(positions: Any, dtype: Any) -> np.ndarray:
 class LevelLayout:
     grid: SpatialGrid
     chunk_shape: list[Any]
-    bin_shape: list[Any]
+    #: the bin shape as given (None: one bin per chunk, and no ``base_bin_shape``)
+    bin_shape: list[Any] | None
     bounds: tuple[np.ndarray, np.ndarray]
     #: rows kept under ``out_of_bounds="ignore"`` (None: all)
     keep: np.ndarray | None
@@ -130,14 +131,16 @@ class DatasetWriter:
                 chunk = [side] * self.ndim
         else:
             chunk = _shape(chunk_shape, self.ndim, "chunk_shape")
-        if bin_shape is None:
-            same_chunks = old is not None and tuple(map(float, chunk)) == old.chunk_shape
-            bins = [_plain(b) for b in old.base_bin_shape] if same_chunks else list(chunk)
-        else:
-            bins = _shape(bin_shape, self.ndim, "bin_shape")
+        given_bins = None
+        if bin_shape is not None:
+            given_bins = _shape(bin_shape, self.ndim, "bin_shape")
+        elif old is not None and tuple(map(float, chunk)) == old.chunk_shape and \
+                old.attributes["zarr_vectors"].get("base_bin_shape") is not None:
+            given_bins = [_plain(b) for b in old.base_bin_shape]
+        bins = list(chunk) if given_bins is None else given_bins
         check_bins_divide([float(c) for c in chunk], [float(b) for b in bins])
         grid = SpatialGrid.from_bounds(chunk, bins, lo, hi)
-        self._layout = LevelLayout(grid, chunk, bins, (lo, hi), keep)
+        self._layout = LevelLayout(grid, chunk, given_bins, (lo, hi), keep)
         return self._layout
 
     def vertex_columns(self, values: dict[str, Any] | None, n: int,
@@ -156,11 +159,11 @@ class DatasetWriter:
         """Erase what the dataset held, then store the new root and levels."""
         t = self.target
         store = t.store
+        items = self._ancestors()      # (may refuse: before anything is erased)
         if self.existing is not None:
             for path in self.existing.level_paths():
                 if isinstance(path, str) and path and "/" not in path:
                     store.erase_prefix(t.key(f"{path}/"))
-        items = self._ancestors()
         layout = levels[0].layout
         attrs = root_attributes(
             name=t.name, chunk_shape=layout.chunk_shape, bounds=layout.bounds,
@@ -250,7 +253,8 @@ class LevelWriter:
 
     def add_objects(self, parts: objects.ObjectParts, sid_ndim: int) -> np.ndarray:
         self.arrays_present.append("object_index")
-        items, row_ids = objects.write_index(self.target, self.path, parts, sid_ndim)
+        items, row_ids = objects.write_index(self.target, self.path, parts, sid_ndim,
+                                             self.compressor)
         self.items += items
         return row_ids
 
