@@ -458,3 +458,61 @@ def test_scaling_says_whose_growth_it_is():
     assert "(raw-lmdb 2.80×: the engine's growth)" in line["lmdb"]
     assert "(raw-sqlite 1.10×: the engine grows less)" in line["sqlite"]
     assert "**not flat** |" in line["directory"]        # no raw-files row: nothing said
+
+
+def test_vectors_runs_both_libraries_and_checks_kvzarr_against_zarr_vectors(tmp_path):
+    pytest.importorskip("zarr_vectors")
+    out = tmp_path / "results"
+    (tmp_path / "data").mkdir()
+    cmd = [sys.executable, str(REPO / "benchmarks" / "vectors.py"), "--points", "2000",
+           "--repeat", "1", "--calls", "2", "--full-calls", "1",
+           "--workdir", str(tmp_path / "data"), "--out", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = json.loads((out / "vectors.json").read_text())
+    systems = ["zarr-vectors", "kvzarr-fs", "kvzarr-lmdb", "kvzarr-lmdb-nosync",
+               "kvzarr-sqlite", "kvzarr-sqlite-nosync"]
+    assert list(run["systems"]) == systems
+    for metric in ("write", "write + 1 float32 attribute"):
+        assert sorted(run["metrics"][metric]) == sorted(systems)
+        # every system returned zarr-vectors' summary
+        summaries = run["checks"][f"{metric} summary"]
+        assert all(s == summaries["zarr-vectors"] for s in summaries.values())
+        assert summaries["zarr-vectors"]["vertex_count"] == 2000
+    reads = [m for m in run["metrics"] if "read" in m]
+    assert len(reads) == 3
+    for metric in reads:
+        assert {"kvzarr-lmdb path", "kvzarr-lmdb open", "zarr-vectors path"} \
+            <= set(run["metrics"][metric])
+        assert all(v["median"] > 0 for v in run["metrics"][metric].values())
+    assert run["checks"]["points read"]["full read"] == 2000
+    assert run["checks"]["points read"] == run["checks"]["points in the box (numpy)"]
+    acceptance = [b for b in run["bars"] if b["acceptance"]]
+    assert len(acceptance) == 9   # 3 writes at equal durability, 3 stores x 2 boxes
+    text = (out / "vectors.md").read_text()
+    for title in ("## Write (s)", "## Write + 1 float32 attribute", "corner 400",
+                  "corner 450", "## Full read", "Acceptance: ", "| kvzarr-fs | ",
+                  "Every kvzarr answer equals zarr-vectors'"):
+        assert title in text
+    assert list((tmp_path / "data").iterdir()) == []      # every dataset removed
+
+
+def test_vectors_stops_on_a_wrong_answer(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("zarr_vectors")
+    import kvzarr.vectors
+    from benchmarks import vectors
+
+    real = kvzarr.vectors.read_points
+
+    def one_point_short(target, **kw):
+        got = real(target, **kw)
+        return {**got, "positions": got["positions"][1:],
+                "vertex_count": got["vertex_count"] - 1}
+
+    monkeypatch.setattr(kvzarr.vectors, "read_points", one_point_short)
+    code = vectors.main(["--points", "500", "--repeat", "1", "--calls", "1",
+                         "--full-calls", "1", "--workdir", str(tmp_path),
+                         "--out", str(tmp_path / "out")])
+    assert code == 1
+    assert "WRONG ANSWER" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "vectors.md").exists()
