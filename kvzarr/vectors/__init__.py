@@ -17,5 +17,6 @@ optional ``path=`` inside it. A write is one transaction on the stores that have
 """
 
 from .points import read_points, write_points
+from .polylines import read_polylines, write_polylines
 
-__all__ = ["read_points", "write_points"]
+__all__ = ["read_points", "read_polylines", "write_points", "write_polylines"]

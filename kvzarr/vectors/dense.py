@@ -32,13 +32,6 @@ def document(shape: tuple[int, ...], data_type: str, chunks: tuple[int, ...],
             "zarr_format": 3, "node_type": "array", "storage_transformers": []}
 
 
-def numeric_document(data: np.ndarray, chunks: tuple[int, ...], attributes: dict[str, Any],
-                     *, fill_value: Any = 0, compressed: bool = True) -> dict[str, Any]:
-    codecs = [BYTES_LE, ZSTD] if compressed else [BYTES_LE]
-    return document(data.shape, data.dtype.name, chunks, codecs, _fill_json(fill_value),
-                    attributes)
-
-
 def bytes_document(n: int, chunk: int, attributes: dict[str, Any]) -> dict[str, Any]:
     return document((n,), "variable_length_bytes", (chunk,), [VLEN_BYTES, ZSTD], "",
                     attributes)
@@ -82,7 +75,7 @@ def read(target: Target, path: str, doc: dict[str, Any] | None = None) -> np.nda
     return Array(target.store, node, meta, read_only=True)[...]
 
 
-def _fill_json(value: Any) -> Any:
+def fill_json(value: Any) -> Any:
     if isinstance(value, float) and math.isnan(value):
         return "NaN"
     if isinstance(value, float) and math.isinf(value):

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import MetadataError, VectorDataError
 from . import dense, manifests
-from .cells import compressor_codecs
+from .cells import VLEN_BYTES, ZSTD, compressor_codecs
 from .target import Target
 
 MANIFEST_ROWS = 16384
@@ -53,18 +53,21 @@ def check_ids(object_ids: Any, n: int) -> np.ndarray:
 
 
 def write_index(target: Target, level: str, parts: ObjectParts, sid_ndim: int,
-                compressor: Any = None) -> tuple[list[tuple[str, bytes]], np.ndarray]:
+                compressor: Any = None, all_ids: np.ndarray | None = None
+                ) -> tuple[list[tuple[str, bytes]], np.ndarray]:
     """The ``object_index`` group and its two arrays; returns the items and the sorted
-    object ids (the rows). The id table takes the writer's ``compressor`` (the
-    manifests are always zstd), as zarr-vectors writes them."""
+    object ids (the rows). ``all_ids`` adds objects without parts (empty manifests). The
+    id table takes the writer's ``compressor`` (the manifests are always zstd), as
+    zarr-vectors writes them."""
     order = np.argsort(parts.ids, kind="stable")
     ids = parts.ids[order]
     chunks, frags = parts.chunks[order], parts.fragments[order]
-    row_ids, first = np.unique(ids, return_index=True)
+    row_ids = np.unique(ids if all_ids is None else np.concatenate([ids, all_ids]))
+    first = np.searchsorted(ids, row_ids)
     if len(row_ids) > MAX_OBJECTS:
         raise VectorDataError(f"{len(row_ids)} objects are more than the format's "
                               f"{MAX_OBJECTS}", field="object_ids")
-    bounds = np.append(first, len(ids))
+    bounds = np.append(first, len(ids))    # (an object without parts: an empty range)
     rec = manifests.block_dtype(sid_ndim)
     records = np.zeros(len(ids), dtype=rec)
     records["chunk"] = chunks
@@ -79,7 +82,8 @@ def write_index(target: Target, level: str, parts: ObjectParts, sid_ndim: int,
     items: list[tuple[str, bytes]] = []
     target.put_json(items, f"{level}/object_index/zarr.json", {
         "zarr_format": 3, "node_type": "group", "attributes": {
-            "zv_array": "object_index", "num_objects": n, "num_present": n,
+            "zv_array": "object_index", "num_objects": n,
+            "num_present": int(np.count_nonzero(np.diff(bounds))),
             "sid_ndim": sid_ndim, "layout": LAYOUT, "object_ids_sorted": True}})
     doc = dense.bytes_document(n, min(MANIFEST_ROWS, max(n, 1)), {})
     items += dense.encode(target, f"{level}/object_index/manifests", doc, blobs)
@@ -102,9 +106,16 @@ def absent_fill(dtype: np.dtype) -> Any:
     raise VectorDataError(f"object attributes must be numeric, got {dtype}")
 
 
+#: the codecs after the serializer of object-level arrays a writer stores after its cell
+#: arrays (zarr-python's default); those stored with them take the writer's compressor
+DEFAULT_COMPRESSION = [ZSTD]
+
+
 def write_rows(target: Target, level: str, family: str, tag: str, values: dict[str, Any],
-               n_rows: int, what: str) -> list[tuple[str, bytes]]:
-    """Object or group attributes: one ``(n_rows,)`` or ``(n_rows, C)`` array per name."""
+               n_rows: int, what: str, compression: list[dict[str, Any]]
+               ) -> list[tuple[str, bytes]]:
+    """Object or group attributes: one ``(n_rows,)`` or ``(n_rows, C)`` array per name,
+    compressed with ``compression`` (codec documents after ``bytes``)."""
     items: list[tuple[str, bytes]] = []
     if not values:
         return items
@@ -129,7 +140,8 @@ def write_rows(target: Target, level: str, family: str, tag: str, values: dict[s
         else:
             fill = 0.0 if data.dtype.kind == "f" else 0
             chunks = data.shape if n_rows else (1, *data.shape[1:])
-        doc = dense.numeric_document(data, chunks, attrs, fill_value=fill)
+        doc = dense.document(data.shape, data.dtype.name, chunks,
+                             [dense.BYTES_LE, *compression], dense.fill_json(fill), attrs)
         items += dense.encode(target, f"{level}/{family}/{name}", doc, data)
     return items
 
@@ -176,7 +188,9 @@ def write_groups(target: Target, level: str, groups: dict[Any, Any], known: np.n
     attrs: dict[str, Any] = {"zv_array": "groups", "num_groups": n}
     if ranges:
         attrs["group_ranges"] = ranges
-    doc = dense.bytes_document(n, max(n, 1), attrs)
+    # (zstd whatever the writer's compressor: zarr-vectors writes this array so)
+    doc = dense.document((n,), "variable_length_bytes", (max(n, 1),), [VLEN_BYTES, ZSTD],
+                         "", attrs)
     return dense.encode(target, f"{level}/groups", doc, rows), n
 
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import NodeTypeError, VectorDataError
+from ..errors import NodeTypeError, UnsupportedOperationError, VectorDataError
 from ..metadata.v3 import encode_json
-from . import objects
+from . import links, objects
 from .cells import CellArray, array_document
 from .grid import SpatialGrid, check_bins_divide, chunk_name, column_extent
 from .layout import (RootInfo, axes_for, level_attributes, parse_root, root_attributes)
@@ -91,9 +91,13 @@ class DatasetWriter:
         self._layout: LevelLayout | None = None
 
     def layout(self, pos: np.ndarray, *, chunk_shape: Any, bin_shape: Any, bounds: Any,
-               out_of_bounds: str, geometry_type: str, links_convention: str
-               ) -> LevelLayout:
-        """Chunks, bins and bounds for level 0 of ``pos``, and the rows to keep."""
+               out_of_bounds: str, geometry_type: str, links_convention: str,
+               given: np.ndarray | None = None) -> LevelLayout:
+        """Chunks, bins and bounds for level 0 of ``pos``, and the rows to keep. The
+        bounds are inferred from and checked against ``given``, the positions as the
+        caller gave them, when that is not ``pos`` (zarr-vectors' polyline, mesh and
+        graph writers do so, its point writer on the stored values)."""
+        pos = pos if given is None else given
         if out_of_bounds not in OUT_OF_BOUNDS:
             raise VectorDataError(f"out_of_bounds must be one of {OUT_OF_BOUNDS}, got "
                                   f"{out_of_bounds!r}", field="out_of_bounds")
@@ -139,6 +143,8 @@ class DatasetWriter:
             given_bins = [_plain(b) for b in old.base_bin_shape]
         bins = list(chunk) if given_bins is None else given_bins
         check_bins_divide([float(c) for c in chunk], [float(b) for b in bins])
+        # (a stored value narrowed past a bound taken from the given ones still gets a
+        # cell: add_vertices grows the grid to every chunk it fills)
         grid = SpatialGrid.from_bounds(chunk, bins, lo, hi)
         self._layout = LevelLayout(grid, chunk, given_bins, (lo, hi), keep)
         return self._layout
@@ -213,6 +219,10 @@ class LevelWriter:
         self.compressor = compressor
         self.shard_shape = shard_shape
         self.items: list[tuple[str, bytes]] = []
+        #: codecs after the serializer of object attributes and groups: zarr-vectors
+        #: stores them with the writer's compressor where it writes them with the cells
+        #: (polylines, meshes, graphs) and with zstd where it writes them after (points)
+        self.object_compression = objects.DEFAULT_COMPRESSION
         self.arrays_present = ["vertices"]
         self.vertex_count = 0
         self.level_extra: dict[str, Any] = {}
@@ -251,16 +261,18 @@ class LevelWriter:
                               zip(chunks, cuts)})
         self.vertex_count = int(len(pos))
 
-    def add_objects(self, parts: objects.ObjectParts, sid_ndim: int) -> np.ndarray:
+    def add_objects(self, parts: objects.ObjectParts, sid_ndim: int,
+                    all_ids: np.ndarray | None = None) -> np.ndarray:
         self.arrays_present.append("object_index")
         items, row_ids = objects.write_index(self.target, self.path, parts, sid_ndim,
-                                             self.compressor)
+                                             self.compressor, all_ids)
         self.items += items
         return row_ids
 
     def add_object_attributes(self, values: dict[str, Any] | None, count: int) -> None:
         self.items += objects.write_rows(self.target, self.path, "object_attributes",
-                                         "object_attribute", values or {}, count, "object")
+                                         "object_attribute", values or {}, count, "object",
+                                         self.object_compression)
 
     def add_groups(self, groups: dict[int, Any], row_ids: np.ndarray) -> int:
         items, n = objects.write_groups(self.target, self.path, groups, row_ids)
@@ -271,7 +283,44 @@ class LevelWriter:
         if values and not count:
             raise VectorDataError("group_attributes need groups", field="group_attributes")
         self.items += objects.write_rows(self.target, self.path, "group_attributes",
-                                         "groupings_attribute", values or {}, count, "group")
+                                         "groupings_attribute", values or {}, count, "group",
+                                         self.object_compression)
+
+    def add_links(self, chunks: np.ndarray, rows: np.ndarray, *, delta: int = 0) -> int:
+        """An undirected, canonical links family: one record per row of ``chunks``
+        (M, L, D) / ``rows`` (M, L), each record in the cell of its source chunk, rows in
+        record order. Returns the number of records."""
+        if not len(rows):
+            return 0
+        width = rows.shape[1]
+        source, offsets, stored = links.canonical(chunks, rows)
+        delta_name = "0" if delta == 0 else f"{delta:+d}"
+        family = f"{self.path}/links/{delta_name}"
+        self.target.put_json(self.items, f"{self.path}/links/zarr.json",
+                             {"attributes": {}, "zarr_format": 3, "node_type": "group"})
+        self.target.put_json(self.items, f"{family}/zarr.json", {
+            "zarr_format": 3, "node_type": "group", "attributes": {
+                "zv_array": "links_family", "level_delta": delta, "link_width": width,
+                "directed": False, "store": "canonical", "sid_ndim": chunks.shape[2],
+                "num_links": len(rows), "num_physical_records": len(rows)}})
+        names = [links.offset_name(o) for o in offsets]
+        cells: dict[str, dict[tuple[int, ...], list[np.ndarray]]] = {}
+        first: dict[str, np.ndarray] = {}
+        for name, src, row, off in zip(names, source.tolist(), stored, offsets):
+            cells.setdefault(name, {}).setdefault(tuple(src), []).append(row)
+            first.setdefault(name, off)
+        for name, by_chunk in cells.items():
+            intra = not np.any(first[name])
+            attrs = {"zv_array": "links", "dtype": "int64",
+                     "offsets": first[name].tolist(), "has_perm": not intra and delta == 0,
+                     "link_width": width, "level_delta": delta}
+            if intra:   # (its cells are bare rows with a link_fragments index)
+                raise UnsupportedOperationError(
+                    "links within one chunk are not written yet (meshes and graphs)")
+            payloads = {c: links.encode_cell(np.array(rs)) for c, rs in by_chunk.items()}
+            self._cell_array(f"links/{delta_name}/{name}", attrs,
+                             sorted(chunk_name(c) for c in by_chunk), payloads)
+        return len(rows)
 
     def finish(self) -> list[tuple[str, bytes]]:
         attrs = level_attributes(self.index, self.vertex_count, self.arrays_present,
