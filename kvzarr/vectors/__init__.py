@@ -17,6 +17,7 @@ optional ``path=`` inside it. A write is one transaction on the stores that have
 """
 
 from .points import read_points, write_points
-from .polylines import read_polylines, write_polylines
+from .polylines import read_lines, read_polylines, write_lines, write_polylines
 
-__all__ = ["read_points", "read_polylines", "write_points", "write_polylines"]
+__all__ = ["read_lines", "read_points", "read_polylines", "write_lines", "write_points",
+           "write_polylines"]

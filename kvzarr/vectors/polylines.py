@@ -1,6 +1,6 @@
-"""Polylines and streamlines: ``write_polylines`` / ``read_polylines`` (and the
-two-vertex ``write_lines`` / ``read_lines``), with zarr-vectors 0.9.2's names, arguments,
-return values and bytes.
+"""Polylines, streamlines and line segments: ``write_polylines`` / ``read_polylines``
+and ``write_lines`` / ``read_lines`` (a line is a polyline of two vertices), with
+zarr-vectors 0.9.2's names, arguments, return values and bytes.
 
 Each polyline is an object. It is cut where it crosses from one chunk into another;
 each run of consecutive vertices inside one chunk is one range fragment of that chunk
@@ -63,9 +63,27 @@ def write_polylines(target: Any, polylines: Any, *, chunk_shape: Any,
         raise VectorDataError("out_of_bounds='ignore' would drop vertices from the middle "
                               "of polylines: use 'raise' or 'expand'", field="out_of_bounds")
     lines, given, pos, line_of = _check_lines(polylines, dtype)
-    n_lines = len(lines)
     columns = _per_line_columns(vertex_attributes, lines)
+    summary = _write_paths(target, path, pos, line_of, len(lines), columns,
+                           chunk_shape=chunk_shape, bin_shape=bin_shape, bounds=bounds,
+                           out_of_bounds=out_of_bounds, geometry_type=geometry_type,
+                           given=given, compressor=compressor, shard_shape=shard_shape,
+                           axes=axes, object_attributes=object_attributes, groups=groups,
+                           group_attributes=group_attributes, list_attributes=False)
+    return {"polyline_count": len(lines), "vertex_count": int(len(pos)),
+            "chunk_count": summary["chunk_count"],
+            "cross_chunk_link_count": summary["links"], "group_count": summary["groups"]}
 
+
+def _write_paths(target: Any, path: str | None, pos: np.ndarray, line_of: np.ndarray,
+                 n_lines: int, columns: list[Column], *, chunk_shape: Any, bin_shape: Any,
+                 bounds: Any, out_of_bounds: str, geometry_type: str,
+                 given: np.ndarray | None, compressor: Any, shard_shape: Any, axes: Any,
+                 object_attributes: Any, groups: Any, group_attributes: Any,
+                 list_attributes: bool) -> dict[str, int]:
+    """Level 0 of paths (polylines, lines): vertices ``pos`` in path order, path
+    ``line_of`` of each. ``list_attributes``: whether ``arrays_present`` names the
+    vertex attributes (zarr-vectors' line writer does, its polyline writer does not)."""
     with opened(target, path, write=True) as t:
         writer = DatasetWriter(t, pos.shape[1], axes=axes)
         layout = writer.layout(pos, chunk_shape=chunk_shape, bin_shape=bin_shape,
@@ -77,15 +95,68 @@ def write_polylines(target: Any, polylines: Any, *, chunk_shape: Any,
         cells, parts, bridges = _runs(layout.grid, pos, line_of)
         level.add_vertices(pos, cells, columns)
         level.add_objects(parts, pos.shape[1], all_ids=np.arange(n_lines, dtype=np.int64))
-        level.arrays_present = ["vertices", "object_index"]   # (no vertex_attributes here)
+        level.arrays_present = ["vertices", "object_index"] + (
+            ["vertex_attributes"] if columns and list_attributes else [])
         n_links = level.add_links(*bridges)
         level.add_object_attributes(object_attributes, n_lines)
         group_count = level.add_groups(groups, np.arange(n_lines)) if groups else 0
         level.add_group_attributes(group_attributes, group_count)
         writer.commit([level])
-    return {"polyline_count": n_lines, "vertex_count": int(len(pos)),
-            "chunk_count": len(cells.chunks), "cross_chunk_link_count": n_links,
-            "group_count": group_count}
+    return {"chunk_count": len(cells.chunks), "links": n_links, "groups": group_count}
+
+
+def write_lines(target: Any, endpoints: Any, *, chunk_shape: Any, bin_shape: Any = None,
+                bounds: Any = None, vertex_attributes: dict[str, Any] | None = None,
+                object_attributes: dict[str, Any] | None = None, dtype: Any = "float32",
+                chunk_by_attribute: str | None = None, out_of_bounds: str = "raise",
+                compressor: Any = None, shard_shape: Any = None,
+                attributes: dict[str, Any] | None = None,
+                line_attributes: dict[str, Any] | None = None, path: str | None = None,
+                axes: Any = None, backend: Any = None) -> dict[str, Any]:
+    """Write line segments, ``endpoints`` ``(N, 2, D)``, as level 0 of the dataset at
+    ``target``: each line an object of two vertices, one fragment when both ends share a
+    chunk, else one in each chunk joined by a link. ``vertex_attributes`` are ``(N, 2)``
+    or ``(N, 2, C)`` (a value per end), ``object_attributes`` ``(N,)`` or ``(N, C)``.
+    Returns ``line_count``, ``chunk_count`` and ``cross_chunk_count``.
+
+    A crossing's link names the vertex rows of its two ends, as the format defines
+    links; zarr-vectors 0.9.2's line writer stores fragment numbers there instead
+    (nothing reads them back), so those link cells are the one place where its bytes
+    and kvzarr's differ."""
+    if attributes is not None or line_attributes is not None:
+        if (attributes is not None and vertex_attributes is not None) or (
+                line_attributes is not None and object_attributes is not None):
+            raise TypeError("pass each attribute family once, under its current name")
+        vertex_attributes = attributes if attributes is not None else vertex_attributes
+        object_attributes = line_attributes if line_attributes is not None else \
+            object_attributes
+    if chunk_by_attribute is not None:
+        raise UnsupportedOperationError("chunk_by_attribute is not supported yet")
+    if out_of_bounds == "ignore":
+        raise VectorDataError("out_of_bounds='ignore' would split lines: use 'raise' or "
+                              "'expand'", field="out_of_bounds")
+    ends = np.asarray(endpoints)
+    if ends.ndim != 3 or ends.shape[1] != 2 or ends.shape[2] < 1 or not len(ends):
+        raise VectorDataError(f"endpoints must be (N, 2, D) with N >= 1, got shape "
+                              f"{ends.shape}", field="endpoints")
+    n, _, ndim = ends.shape
+    pos = check_positions(ends.reshape(n * 2, ndim), dtype)
+    per_end = {}
+    for name, value in (vertex_attributes or {}).items():
+        arr = np.asarray(value)
+        if arr.ndim not in (2, 3) or arr.shape[:2] != (n, 2):
+            raise VectorDataError(f"vertex attribute {name!r} must be ({n}, 2) or "
+                                  f"({n}, 2, C), got {arr.shape}", field="vertex_attributes")
+        per_end[name] = arr.reshape(n * 2, *arr.shape[2:])
+    summary = _write_paths(target, path, pos, np.repeat(np.arange(n), 2), n,
+                           prepare(per_end, n * 2), chunk_shape=chunk_shape,
+                           bin_shape=bin_shape, bounds=bounds, out_of_bounds=out_of_bounds,
+                           geometry_type="line", given=None, compressor=compressor,
+                           shard_shape=shard_shape, axes=axes,
+                           object_attributes=object_attributes, groups=None,
+                           group_attributes=None, list_attributes=True)
+    return {"line_count": n, "chunk_count": summary["chunk_count"],
+            "cross_chunk_count": summary["links"]}
 
 
 def _compression(compressor: Any) -> list[dict[str, Any]]:
@@ -253,3 +324,23 @@ def _read(lv: Level, wanted: np.ndarray, allowed: set | None, box: Box | None,
     return {"polylines": out_lines, "object_ids": [int(i) for i in out_ids],
             "vertex_attributes": with_attributes(names, attrs, out_attr),
             "ndim": lv.ndim, "polyline_count": len(out_lines), "vertex_count": count}
+
+
+def read_lines(target: Any, *, level: int = 0, object_ids: Any = None, bbox: Any = None,
+               attribute_filter: dict[str, Any] | None = None, path: str | None = None,
+               backend: Any = None) -> dict[str, Any]:
+    """Lines of one level: all, or ``object_ids`` in the order asked (unknown ids
+    skipped); with ``bbox``, those with an end inside the closed box. Returns
+    ``endpoints`` ``(M, 2, D)``, ``vertex_attributes`` (two rows per line, every
+    attribute of the level) and ``line_count``."""
+    answer = read_polylines(target, level=level, object_ids=object_ids, bbox=bbox,
+                            attribute_filter=attribute_filter, path=path)
+    lines = [np.concatenate(runs) for runs in answer["polylines"]]
+    if any(len(line) != 2 for line in lines):
+        raise MetadataError("the level holds paths that are not two-vertex lines",
+                            key=None)
+    ndim = answer["ndim"]
+    dtype = lines[0].dtype if lines else np.float32
+    ends = np.stack(lines) if lines else np.zeros((0, 2, ndim), dtype=dtype)
+    return {"endpoints": ends, "vertex_attributes": answer["vertex_attributes"],
+            "line_count": len(ends)}
