@@ -16,8 +16,9 @@ optional ``path=`` inside it. A write is one transaction on the stores that have
     array([[60., 10., 10.]], dtype=float32)
 """
 
+from .meshes import read_graph, read_mesh, write_graph, write_mesh
 from .points import read_points, write_points
 from .polylines import read_lines, read_polylines, write_lines, write_polylines
 
-__all__ = ["read_lines", "read_points", "read_polylines", "write_lines", "write_points",
-           "write_polylines"]
+__all__ = ["read_graph", "read_lines", "read_mesh", "read_points", "read_polylines",
+           "write_graph", "write_lines", "write_mesh", "write_points", "write_polylines"]

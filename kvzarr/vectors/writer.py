@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import NodeTypeError, UnsupportedOperationError, VectorDataError
+from ..errors import NodeTypeError, VectorDataError
 from ..metadata.v3 import encode_json
-from . import links, objects
+from . import fragments, links, objects
 from .cells import CellArray, array_document
 from .grid import SpatialGrid, check_bins_divide, chunk_name, column_extent
 from .layout import (RootInfo, axes_for, level_attributes, parse_root, root_attributes)
@@ -286,41 +286,64 @@ class LevelWriter:
                                          "groupings_attribute", values or {}, count, "group",
                                          self.object_compression)
 
-    def add_links(self, chunks: np.ndarray, rows: np.ndarray, *, delta: int = 0) -> int:
-        """An undirected, canonical links family: one record per row of ``chunks``
-        (M, L, D) / ``rows`` (M, L), each record in the cell of its source chunk, rows in
-        record order. Returns the number of records."""
-        if not len(rows):
-            return 0
+    def add_links(self, chunks: np.ndarray, rows: np.ndarray, *,
+                  with_intra: bool = False) -> int:
+        """An undirected, canonical ``links/0`` family: one record per row of
+        ``chunks`` (M, L, D) / ``rows`` (M, L). A record whose endpoints all lie in one
+        chunk goes, as given, to the all-zero offsets array, its cell indexed by
+        ``link_fragments`` (one range over the cell's rows); every other record goes,
+        canonically placed with its permutation index, to the array of its offsets, in
+        the cell of its source chunk. Rows keep the order of the records.
+        ``with_intra`` creates the all-zero array and ``link_fragments`` even without
+        such records (zarr-vectors' mesh and graph writers do). Returns M."""
         width = rows.shape[1]
-        source, offsets, stored = links.canonical(chunks, rows)
-        delta_name = "0" if delta == 0 else f"{delta:+d}"
-        family = f"{self.path}/links/{delta_name}"
+        ndim = chunks.shape[2]
+        if not len(rows) and not with_intra:
+            return 0
+        family = f"{self.path}/links/0"
         self.target.put_json(self.items, f"{self.path}/links/zarr.json",
                              {"attributes": {}, "zarr_format": 3, "node_type": "group"})
         self.target.put_json(self.items, f"{family}/zarr.json", {
             "zarr_format": 3, "node_type": "group", "attributes": {
-                "zv_array": "links_family", "level_delta": delta, "link_width": width,
-                "directed": False, "store": "canonical", "sid_ndim": chunks.shape[2],
+                "zv_array": "links_family", "level_delta": 0, "link_width": width,
+                "directed": False, "store": "canonical", "sid_ndim": ndim,
                 "num_links": len(rows), "num_physical_records": len(rows)}})
-        names = [links.offset_name(o) for o in offsets]
+        intra = np.all(chunks == chunks[:, :1], axis=(1, 2)) if len(rows) else \
+            np.zeros(0, dtype=bool)
+        zero = np.zeros((width - 1, ndim), dtype=np.int64)
+        if with_intra or intra.any():
+            self._intra_links(chunks[intra, 0], rows[intra], zero)
+        cross = ~intra
+        source, offsets, stored = links.canonical(chunks[cross], rows[cross])
         cells: dict[str, dict[tuple[int, ...], list[np.ndarray]]] = {}
         first: dict[str, np.ndarray] = {}
-        for name, src, row, off in zip(names, source.tolist(), stored, offsets):
+        for name, src, row, off in zip((links.offset_name(o) for o in offsets),
+                                       source.tolist(), stored, offsets):
             cells.setdefault(name, {}).setdefault(tuple(src), []).append(row)
             first.setdefault(name, off)
         for name, by_chunk in cells.items():
-            intra = not np.any(first[name])
-            attrs = {"zv_array": "links", "dtype": "int64",
-                     "offsets": first[name].tolist(), "has_perm": not intra and delta == 0,
-                     "link_width": width, "level_delta": delta}
-            if intra:   # (its cells are bare rows with a link_fragments index)
-                raise UnsupportedOperationError(
-                    "links within one chunk are not written yet (meshes and graphs)")
+            attrs = {"zv_array": "links", "dtype": "int64", "offsets": first[name].tolist(),
+                     "has_perm": True, "link_width": width, "level_delta": 0}
             payloads = {c: links.encode_cell(np.array(rs)) for c, rs in by_chunk.items()}
-            self._cell_array(f"links/{delta_name}/{name}", attrs,
+            self._cell_array(f"links/0/{name}", attrs,
                              sorted(chunk_name(c) for c in by_chunk), payloads)
         return len(rows)
+
+    def _intra_links(self, chunks: np.ndarray, rows: np.ndarray, zero: np.ndarray) -> None:
+        by_chunk: dict[tuple[int, ...], list[np.ndarray]] = {}
+        for chunk, row in zip(chunks.tolist(), rows):
+            by_chunk.setdefault(tuple(chunk), []).append(row)
+        names = sorted(chunk_name(c) for c in by_chunk)
+        width = rows.shape[1]
+        attrs = {"zv_array": "links", "dtype": "int64", "offsets": zero.tolist(),
+                 "has_perm": False, "link_width": width, "level_delta": 0}
+        self._cell_array(f"links/0/{links.offset_name(zero)}", attrs, names,
+                         {c: np.ascontiguousarray(rs, dtype="<i8").tobytes()
+                          for c, rs in by_chunk.items()})
+        self._cell_array("link_fragments", {"zv_array": "link_fragments",
+                                            "encoding": "fragment_index_v1"}, names,
+                         {c: fragments.encode_ranges(np.zeros(1), np.array([len(rs)]))
+                          for c, rs in by_chunk.items()})
 
     def finish(self) -> list[tuple[str, bytes]]:
         attrs = level_attributes(self.index, self.vertex_count, self.arrays_present,
