@@ -48,6 +48,8 @@ from .vertex_attributes import StoredLayout
 MAX_REPORTS = 20
 #: listed chunks read per batch (one ``get_many`` per array)
 BATCH = 256
+#: the most cells one stored chunk (a shard) of a cell array may hold
+MAX_CELLS_PER_BLOCK = 1 << 20
 #: the most elements of a non-spatial array (object ids, attributes, groups) read whole
 MAX_ARRAY_ELEMENTS = 1 << 28
 CAPABILITIES = ("preserved_object_ids", "shared_fragments", "fragment_index",
@@ -111,8 +113,13 @@ def _is_int(value: Any) -> bool:
 
 
 def _is_number(value: Any) -> bool:
-    return (isinstance(value, (int, float, np.integer, np.floating))
-            and not isinstance(value, bool) and math.isfinite(float(value)))
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
+                                                         np.floating)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:         # an integer beyond float range
+        return False
 
 
 def _vector(value: Any, ndim: int, positive: bool = False) -> tuple[float, ...] | None:
@@ -590,6 +597,10 @@ class _Validator:
         found: dict[str, Any] = {}
         for x in transforms:
             kind = x.get("type")
+            if not isinstance(kind, str):
+                self.error(w, f"multiscales dataset {lv.path!r} has a transformation "
+                           f"without a type name: {x!r}")
+                continue
             if kind in found:
                 self.error(w, f"multiscales dataset {lv.path!r} has two {kind!r} "
                            "transformations")
@@ -628,11 +639,12 @@ class _Validator:
                        f"got {count!r}")
         self._arrays_present(lv, body)
         self._level_members(lv, body)
-        self._level_chunk_shape(lv, body)
         if body.get("chunk_attribute_name") is not None:
             self.warn(w, "a level chunked by an attribute (chunk_by_attribute): its "
-                      "cells are not checked")
+                      "arrays are not checked")
             lv.cells_checked = False
+            return
+        self._level_chunk_shape(lv, body)
         self._cell_arrays(lv)
         self._object_index_metadata(lv)
         self._link_family_metadata(lv)
@@ -748,6 +760,10 @@ class _Validator:
         if cells.meta.ndim != self.root.ndim:
             self.error(rel, f"the array has {cells.meta.ndim} dimensions, the dataset "
                        f"{self.root.ndim}")
+            return None
+        if math.prod(cells.chunk_shape) > MAX_CELLS_PER_BLOCK:
+            self.error(rel, f"stored chunks (shards) of {tuple(cells.chunk_shape)} cells "
+                       f"are more than the {MAX_CELLS_PER_BLOCK} a shard is read with")
             return None
         attrs = cells.meta.attributes
         if attrs.get("zv_array") is None:
@@ -1057,7 +1073,7 @@ class _Validator:
             for i, chunk in enumerate(batch):
                 rows = self._vertex_rows(lv, chunk, verts[i])
                 if rows is None:
-                    failed = True
+                    failed = failed or verts[i] is not None   # (absent: 0 rows)
                     continue
                 total += len(rows)
                 finite = self._check_positions(lv, chunk, rows)
@@ -1088,8 +1104,12 @@ class _Validator:
 
     def _vertex_rows(self, lv: _Level, chunk: tuple[int, ...], payload: Any
                      ) -> np.ndarray | None:
+        """The chunk's ``(n, D)`` rows; None (reported) when the cell is absent (it
+        then counts as no rows) or does not decode into whole rows."""
+        assert self.root is not None and lv.dtype is not None
         rel = lv.rel("vertices")
         name = chunk_name(chunk)
+        ndim = self.root.ndim
         if isinstance(payload, Exception):
             self.error(rel, f"the cell of chunk {name} does not decode: {payload}",
                        kind="undecodable cell")
@@ -1097,16 +1117,12 @@ class _Validator:
         if payload is None:
             self.error(rel, f"chunk {name} is listed in nonempty_chunks but has no "
                        "vertices cell", kind="listed chunk without cell")
-            return np.zeros((0, self.root.ndim)) if self.root else None
-        if lv.dtype is None:
             return None
-        width = self.root.ndim * lv.dtype.itemsize  # type: ignore[union-attr]
-        if len(payload) % width:
+        if len(payload) % (ndim * lv.dtype.itemsize):
             self.error(rel, f"the cell of chunk {name} holds {len(payload)} bytes, not "
-                       f"whole rows of {self.root.ndim} x {lv.dtype}",  # type: ignore
-                       kind="partial rows")
+                       f"whole rows of {ndim} x {lv.dtype}", kind="partial rows")
             return None
-        return np.frombuffer(payload, lv.dtype).reshape(-1, self.root.ndim)  # type: ignore
+        return np.frombuffer(payload, lv.dtype).reshape(-1, ndim)
 
     def _check_positions(self, lv: _Level, chunk: tuple[int, ...], rows: np.ndarray
                          ) -> np.ndarray:
@@ -1318,34 +1334,46 @@ class _Validator:
 
     def _check_manifests(self, lv: _Level, ids: np.ndarray, blobs: np.ndarray
                          ) -> int | None:
-        """Non-empty manifests counted; each block's chunk listed, fragment in range."""
+        """Each manifest decodes (with the readers' decoder) and every block names a
+        listed chunk and a fragment that chunk has. Returns the number of non-empty
+        manifests, None when one did not decode."""
         rel = lv.rel("object_index/manifests")
         sid = self.root.ndim  # type: ignore[union-attr]
-        listed = set(lv.listed)
-        counts = lv.fragment_counts
-        present = 0
+        rows, chunks, frags = [], [], []
         broken = False
         for row, blob in enumerate(blobs):
-            oid = int(ids[row])
             try:
-                chunks, frags = manifests.decode(bytes(blob) if blob is not None else
-                                                 b"\0\0\0\0", sid, rel)
+                c, f = manifests.decode(bytes(blob) if blob is not None else b"\0\0\0\0",
+                                        sid, rel)
             except Exception as e:
-                self.error(rel, f"the manifest of object {oid} (row {row}) does not "
-                           f"decode: {e}", kind="bad manifest")
+                self.error(rel, f"the manifest of object {int(ids[row])} (row {row}) does "
+                           f"not decode: {e}", kind="bad manifest")
                 broken = True
                 continue
-            if len(frags):
-                present += 1
-            for chunk, frag in zip(map(tuple, chunks.tolist()), frags.tolist()):
-                if chunk not in listed:
-                    self.error(rel, f"object {oid} names chunk {chunk_name(chunk)}, which "
-                               "is not in nonempty_chunks", kind="manifest chunk")
-                elif frag < 0 or (chunk in counts and frag >= counts[chunk]):
-                    self.error(rel, f"object {oid} names fragment {frag} of chunk "
-                               f"{chunk_name(chunk)}, which has "
-                               f"{counts.get(chunk, '?')}", kind="manifest fragment")
-        return None if broken else present
+            if len(f):
+                rows.append(np.full(len(f), row, dtype=np.int64))
+                chunks.append(c)
+                frags.append(f)
+        if not rows:
+            return None if broken else 0
+        row_of, frag = np.concatenate(rows), np.concatenate(frags)
+        named, inverse = np.unique(np.concatenate(chunks), axis=0, return_inverse=True)
+        named_chunks = [tuple(c) for c in named.tolist()]
+        listed = set(lv.listed)
+        is_listed = np.array([c in listed for c in named_chunks])[inverse.ravel()]
+        limit = np.array([lv.fragment_counts.get(c, -1) for c in named_chunks],
+                         dtype=np.int64)[inverse.ravel()]
+        out_of_range = is_listed & ((frag < 0) | ((limit >= 0) & (frag >= limit)))
+        for i in np.flatnonzero(~is_listed)[:MAX_REPORTS + 1]:
+            chunk = named_chunks[int(inverse.ravel()[i])]
+            self.error(rel, f"object {int(ids[row_of[i]])} names chunk {chunk_name(chunk)}, "
+                       "which is not in nonempty_chunks", kind="manifest chunk")
+        for i in np.flatnonzero(out_of_range)[:MAX_REPORTS + 1]:
+            chunk = named_chunks[int(inverse.ravel()[i])]
+            self.error(rel, f"object {int(ids[row_of[i]])} names fragment {int(frag[i])} "
+                       f"of chunk {chunk_name(chunk)}, which has {int(limit[i])}",
+                       kind="manifest fragment")
+        return None if broken else len(rows)
 
     def read_array(self, rel: str, doc: dict[str, Any] | None, bytes_rows: bool = False
                    ) -> np.ndarray | None:
@@ -1366,8 +1394,11 @@ class _Validator:
             self.error(rel, f"expected a {'1-D' if bytes_rows else '1-D or 2-D'} array, "
                        f"got shape {shape}")
             return None
-        if shape[0] > MAX_OBJECTS or math.prod(shape) > MAX_ARRAY_ELEMENTS:
-            self.error(rel, f"shape {shape} is beyond the format's {MAX_OBJECTS} rows")
+        chunks = tuple(getattr(getattr(meta, "chunk_grid", None), "chunk_shape", shape))
+        if shape[0] > MAX_OBJECTS or max(math.prod(shape), math.prod(chunks)) > \
+                MAX_ARRAY_ELEMENTS:
+            self.error(rel, f"shape {shape} (chunks {chunks}) is beyond the format's "
+                       f"{MAX_OBJECTS} rows")
             return None
         if bytes_rows and meta.data_type.name != "bytes":
             self.error(rel, f"expected variable-length bytes, got {doc.get('data_type')!r}")
