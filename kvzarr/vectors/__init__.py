@@ -18,10 +18,10 @@ optional ``path=`` inside it. A write is one transaction on the stores that have
 
 from .meshes import read_graph, read_mesh, write_graph, write_mesh
 from .points import read_points, write_points
-from .pyramid import build_pyramid
 from .polylines import read_lines, read_polylines, write_lines, write_polylines
+from .pyramid import build_pyramid
 from .validate import ValidationResult, validate
 
-__all__ = ["ValidationResult", "read_graph", "read_lines", "read_mesh", "read_points",
+__all__ = ["ValidationResult", "build_pyramid", "read_graph", "read_lines", "read_mesh", "read_points",
            "read_polylines", "validate", "write_graph", "write_lines", "write_mesh",
            "write_points", "write_polylines"]

@@ -24,13 +24,12 @@ import numpy as np
 
 from ..errors import CodecError, MetadataError, UnsupportedOperationError, VectorDataError
 from . import links
-from .cells import CellArray
+from .cells import CellArray, compressor_codecs
 from .grid import parse_chunk_name
 from .level import Level
 from .objects import check_ids
-from .points import _object_cells
-from .polylines import _compression
 from .query import Box, chunk_filter, object_selection
+from .sorting import object_cells
 from .target import opened
 from .vertex_attributes import prepare
 from .writer import DatasetWriter, check_positions
@@ -134,8 +133,8 @@ def _write_linked(target: Any, path: str | None, pos: np.ndarray, records: np.nd
                                bounds=bounds, out_of_bounds=out_of_bounds,
                                geometry_type=geometry_type, links_convention="explicit")
         level = writer.level(0, layout, compressor=compressor, shard_shape=shard_shape)
-        level.object_compression = _compression(compressor)
-        cells, parts = _object_cells(layout, pos, ids)
+        level.object_compression = compressor_codecs(compressor)
+        cells, parts = object_cells(layout, pos, ids)
         level.add_vertices(pos, cells, columns)
         row_ids = level.add_objects(parts, pos.shape[1])
         level.arrays_present = ["vertices", "links", "object_index"]

@@ -2,7 +2,7 @@
 arguments and return values.
 
 Writing sorts the points once by (chunk, bin) — or by (chunk, object) when they carry
-object ids — and cuts the sorted rows into cells; the whole dataset goes to the store
+object ids — and cuts the sorted rows into cells (:mod:`.sorting`); the whole dataset goes to the store
 in one transaction. Reading fetches the cells a query needs in one batch and answers
 exactly: a box is closed on every axis, object queries follow the requested order, and
 every filter is applied to every row (ZVF-NOTES-style quirks of the reference, such as
@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError, MetadataError, UnsupportedOperationError, VectorDataError
-from . import fragments
 from .level import Level
-from .objects import ObjectParts, check_ids
+from .objects import check_ids
 from .query import Box, chunk_filter, object_selection, with_attributes
+from .sorting import binned_cells, object_cells
 from .target import opened
-from .writer import DatasetWriter, LevelLayout, check_positions
+from .writer import DatasetWriter, check_positions
 
 
 def write_points(target: Any, positions: Any, *, chunk_shape: Any = None,
@@ -79,9 +79,9 @@ def write_points(target: Any, positions: Any, *, chunk_shape: Any = None,
             ids = ids[keep]
         level = writer.level(0, layout, compressor=compressor, shard_shape=shard_shape)
         if ids is None:
-            cells, parts = _binned_cells(layout, pos), None
+            cells, parts = binned_cells(layout, pos), None
         else:
-            cells, parts = _object_cells(layout, pos, ids)
+            cells, parts = object_cells(layout, pos, ids)
         level.add_vertices(pos, cells, per_vertex)
         object_count = group_count = 0
         if parts is not None:
@@ -97,91 +97,6 @@ def write_points(target: Any, positions: Any, *, chunk_shape: Any = None,
     return {"vertex_count": int(len(pos)), "chunk_count": len(cells.chunks),
             "object_count": object_count, "group_count": group_count,
             "bins_per_chunk": layout.grid.bins_per_chunk}
-
-
-class Cells:
-    """Sorted rows cut into chunks: ``order`` puts the input rows in stored order,
-    ``bounds[i]:bounds[i + 1]`` of it is chunk ``chunks[i]``, and ``index[i]`` is that
-    chunk's fragment index."""
-
-    def __init__(self, order: np.ndarray, chunks: np.ndarray, bounds: np.ndarray,
-                 index: list[bytes]) -> None:
-        self.order, self.chunks, self.bounds, self.index = order, chunks, bounds, index
-
-
-def _runs(keys: np.ndarray) -> np.ndarray:
-    """Start of each run of equal rows in sorted ``keys`` (N, K), plus N at the end."""
-    if len(keys) == 0:
-        return np.zeros(1, dtype=np.int64)
-    change = np.any(keys[1:] != keys[:-1], axis=1)
-    return np.concatenate(([0], np.flatnonzero(change) + 1, [len(keys)]))
-
-
-def _binned_cells(layout: LevelLayout, pos: np.ndarray) -> Cells:
-    """Plain point cloud: one range fragment per bin (empty bins included), rows by bin
-    and then input order."""
-    grid = layout.grid
-    chunks, bins = grid.bins_of(pos)
-    cell, held = _cell_numbers(chunks)
-    n_bins = grid.bins_in_chunk
-    key = cell * n_bins + bins
-    order = stable_argsort(key, len(held) * n_bins)
-    counts = np.bincount(key, minlength=len(held) * n_bins).reshape(len(held), n_bins)
-    per_chunk = counts.sum(axis=1)
-    bounds = np.concatenate(([0], np.cumsum(per_chunk)))
-    index = [fragments.encode_ranges(np.cumsum(c) - c, c) for c in counts]
-    return Cells(order, held, bounds, index)
-
-
-def _cell_numbers(chunks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Number the distinct chunks of ``chunks`` (N, D) in ascending order: returns each
-    row's number and the distinct chunks (K, D)."""
-    if len(chunks) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, chunks.shape[1]), dtype=np.int64)
-    lo = chunks.min(axis=0)
-    extent = chunks.max(axis=0) - lo + 1
-    cells = float(np.prod(extent.astype(np.float64)))
-    if cells <= max(4 * len(chunks), 1 << 20):
-        # chunks as one integer in C order of their bounding grid (ascending = tuple
-        # order), numbered by a count instead of a sort
-        shape = tuple(int(e) for e in extent)
-        flat = np.ravel_multi_index(tuple((chunks - lo).T), shape)
-        present = np.bincount(flat, minlength=int(cells)) > 0
-        number = (np.cumsum(present) - 1)[flat]
-        held = np.column_stack(np.unravel_index(np.flatnonzero(present), shape)) + lo
-        return number.astype(np.int64), held.astype(np.int64)
-    held, number = np.unique(chunks, axis=0, return_inverse=True)
-    return number.reshape(-1).astype(np.int64), held
-
-
-def stable_argsort(key: np.ndarray, limit: int) -> np.ndarray:
-    """``argsort(key, stable)`` for keys in ``[0, limit)``; radix-sorted when they fit in
-    16 bits, which numpy's stable sort does in linear time."""
-    if limit <= 1 << 16:
-        return np.argsort(key.astype(np.uint16), kind="stable")
-    return np.argsort(key, kind="stable")
-
-
-def _object_cells(layout: LevelLayout, pos: np.ndarray, ids: np.ndarray
-                  ) -> tuple[Cells, ObjectParts]:
-    """Points with object ids: one range fragment per object present in a chunk, objects
-    ascending, rows in input order; each object's manifest lists its chunks ascending."""
-    chunks = layout.grid.chunks_of(pos)
-    order = np.lexsort((ids, *chunks.T[::-1]))
-    chunks, sids = chunks[order], ids[order]
-    bounds = _runs(chunks)
-    parts = _runs(np.column_stack((chunks, sids)))      # one run per (chunk, object)
-    part_chunk = np.searchsorted(bounds, parts[:-1], side="right") - 1
-    first_part = np.searchsorted(parts[:-1], bounds[:-1])
-    index = []
-    for c in range(len(bounds) - 1):
-        starts = parts[first_part[c]:(first_part[c + 1] if c + 1 < len(first_part)
-                                      else len(parts) - 1)]
-        ends = np.append(starts[1:], bounds[c + 1])
-        index.append(fragments.encode_ranges(starts - bounds[c], ends - starts))
-    rank = np.arange(len(parts) - 1) - first_part[part_chunk]
-    object_parts = ObjectParts(sids[parts[:-1]], chunks[parts[:-1]], rank)
-    return Cells(order, chunks[bounds[:-1]], bounds, index), object_parts
 
 
 def read_points(target: Any, *, level: int = 0, bbox: Any = None, object_ids: Any = None,

@@ -25,11 +25,12 @@ import numpy as np
 
 from ..errors import MetadataError, UnsupportedOperationError, VectorDataError
 from . import fragments
+from .cells import compressor_codecs
 from .fragments import ranges_to_rows
 from .level import Level
 from .objects import ObjectParts
-from .points import Cells, _cell_numbers
 from .query import Box, chunk_filter, object_selection, with_attributes
+from .sorting import Cells, cell_numbers
 from .target import opened
 from .vertex_attributes import Column, prepare
 from .writer import DatasetWriter, check_positions
@@ -91,7 +92,7 @@ def _write_paths(target: Any, path: str | None, pos: np.ndarray, line_of: np.nda
                                geometry_type=geometry_type,
                                links_convention="implicit_sequential", given=given)
         level = writer.level(0, layout, compressor=compressor, shard_shape=shard_shape)
-        level.object_compression = _compression(compressor)
+        level.object_compression = compressor_codecs(compressor)
         cells, parts, bridges = _runs(layout.grid, pos, line_of)
         level.add_vertices(pos, cells, columns)
         level.add_objects(parts, pos.shape[1], all_ids=np.arange(n_lines, dtype=np.int64))
@@ -159,11 +160,6 @@ def write_lines(target: Any, endpoints: Any, *, chunk_shape: Any, bin_shape: Any
             "cross_chunk_count": summary["links"]}
 
 
-def _compression(compressor: Any) -> list[dict[str, Any]]:
-    from .cells import compressor_codecs
-    return compressor_codecs(compressor)
-
-
 def _check_lines(polylines: Any, dtype: Any
                  ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
     """The polylines, all their vertices as given (float64) and as stored, and the
@@ -216,7 +212,7 @@ def _runs(grid: Any, pos: np.ndarray, line_of: np.ndarray):
     starts = np.flatnonzero(change)
     counts = np.diff(np.append(starts, n))
     run_chunks = chunks[starts]
-    cell, held = _cell_numbers(run_chunks)
+    cell, held = cell_numbers(run_chunks)
     by_cell = np.argsort(cell, kind="stable")               # runs of each chunk in order
     cell_sorted = cell[by_cell]
     first_run = np.searchsorted(cell_sorted, np.arange(len(held)))
