@@ -84,6 +84,9 @@ class CellArray:
     def __init__(self, path: str, doc: dict[str, Any]) -> None:
         self.path = path
         self.doc = doc
+        if doc.get("zarr_format") != 3 or doc.get("node_type") != "array":
+            raise MetadataError("not a Zarr v3 array document", path=path,
+                                field="node_type")
         self.meta = parse_array_metadata(doc)
         if self.meta.data_type.name != "bytes":
             raise MetadataError(f"a cell array holds variable-length bytes, not "
@@ -97,8 +100,9 @@ class CellArray:
         self._origin = tuple(int(o) for o in self.origin)
         self._shape = tuple(self.meta.shape)
         self.chunk_shape = self.meta.chunk_grid.chunk_shape
-        self.plain = doc.get("codecs") == [VLEN_BYTES] or doc.get("codecs") == [
-            {"name": "vlen-bytes"}]
+        # framed here directly: one cell per stored chunk, codecs vlen-bytes alone
+        self.plain = all(c == 1 for c in self.meta.chunk_grid.chunk_shape) and (
+            doc.get("codecs") in ([VLEN_BYTES], [{"name": "vlen-bytes"}]))
         self.pipeline = CodecPipeline(self.meta.codecs)
         self.spec = ChunkArraySpec(tuple(self.chunk_shape), self.meta.data_type,
                                    self.meta.fill_value)

@@ -57,6 +57,8 @@ def encode(target: Target, path: str, doc: dict[str, Any], data: np.ndarray
             full[...] = meta.fill_value if data.dtype != object else b""
             full[tuple(slice(0, n) for n in part.shape)] = part
             part = full
+        if _all_fill(part, meta.fill_value):   # (zarr-python stores no such chunk)
+            continue
         value = pipeline.encode(np.ascontiguousarray(part), spec)
         if value is not None:
             key = meta.chunk_key_encoding.encode(block)
@@ -68,11 +70,22 @@ def read(target: Target, path: str, doc: dict[str, Any] | None = None) -> np.nda
     """The whole array at ``path`` (its document read first unless given)."""
     if doc is None:
         doc = target.require_json(f"{path}/zarr.json")
+    if doc.get("zarr_format") != 3 or doc.get("node_type") != "array":
+        raise MetadataError("not a Zarr v3 array document", key=target.key(path),
+                            field="node_type")
     meta = parse_array_metadata(doc)
     if not isinstance(meta, ArrayMetadata):
         raise MetadataError("expected an array", key=target.key(path))
     node = target.root + "/" + path if target.root else path
     return Array(target.store, node, meta, read_only=True)[...]
+
+
+def _all_fill(part: np.ndarray, fill: Any) -> bool:
+    if part.dtype == object:
+        return all(bytes(v) == bytes(fill) for v in part.ravel())
+    if part.dtype.kind == "f" and isinstance(fill, float) and math.isnan(fill):
+        return bool(np.all(np.isnan(part)))
+    return bool(np.all(part == fill))
 
 
 def fill_json(value: Any) -> Any:

@@ -152,10 +152,14 @@ def chunk_name(chunk) -> str:
 
 def parse_chunk_name(name: str, ndim: int, where: str) -> tuple[int, ...]:
     try:
-        coords = tuple(int(p) for p in name.split("."))
+        parts = name.split(".")
+        coords = tuple(int(p) for p in parts)
     except (ValueError, AttributeError):
         raise MetadataError(f"{name!r} is not a chunk name", key=where,
                             field="nonempty_chunks") from None
+    if [str(c) for c in coords] != parts:   # ("01", "+1", " 1": not as writers name them)
+        raise MetadataError(f"{name!r} is not a chunk name in canonical form", key=where,
+                            field="nonempty_chunks")
     if len(coords) != ndim:
         raise MetadataError(f"chunk {name!r} has {len(coords)} coordinates, the grid "
                             f"{ndim}", key=where, field="nonempty_chunks")

@@ -202,7 +202,11 @@ def _vector(value: Any, ndim: int, where: str, name: str) -> tuple[float, ...]:
             or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):
         raise MetadataError(f"{name} must be {ndim} numbers (one per axis), got {value!r}",
                             key=where, field=name)
-    out = tuple(float(v) for v in value)
+    try:
+        out = tuple(float(v) for v in value)
+    except OverflowError:
+        raise MetadataError(f"{name} holds a number too large for a float", key=where,
+                            field=name) from None
     if not all(math.isfinite(v) for v in out):
         raise MetadataError(f"{name} must be finite, got {value!r}", key=where, field=name)
     return out

@@ -9,6 +9,7 @@ read transaction, so a query sees one snapshot of the store.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -48,8 +49,12 @@ class Level:
         self.ndim = self.root.ndim
         chunk = self.attrs.get("chunk_shape") or list(self.root.chunk_shape)
         if (not isinstance(chunk, list) or len(chunk) != self.ndim
-                or not all(isinstance(c, (int, float)) and c > 0 for c in chunk)):
-            raise MetadataError("a level's chunk_shape must be positive numbers, one per axis",
+                or not all(isinstance(c, (int, float)) and not isinstance(c, bool)
+                           and math.isfinite(c) and c > 0 for c in chunk)
+                or not all(abs(c / r - round(c / r)) < 1e-9 and round(c / r) >= 1
+                           for c, r in zip(chunk, self.root.chunk_shape))):
+            raise MetadataError("a level's chunk_shape must be whole multiples of the "
+                                "root's, one per axis",
                                 key=target.key(f"{self.path}/zarr.json"), field="chunk_shape")
         self.vertices = self._cells("vertices")
         self.grid = SpatialGrid(tuple(float(c) for c in chunk),
@@ -126,7 +131,7 @@ class Level:
     def attribute_rows(self, stored: StoredLayout, cells: CellArray, payload: Any,
                        n_rows: int, chunk: tuple[int, ...]) -> np.ndarray:
         """An attribute cell's rows, which must pair one to one with the vertices'."""
-        rows = stored.rows(payload, cells.path)
+        rows = stored.rows(payload, cells.path, n_rows)
         if len(rows) != n_rows:
             raise CodecError(f"attribute cell of chunk {chunk} holds {len(rows)} rows, its "
                              f"vertices {n_rows}", key=cells.path)
