@@ -11,10 +11,11 @@ order (``implicit_sequential``).
 
 Queries, made exact where zarr-vectors answers by chunk:
 - ``bbox``: the polylines with at least one vertex inside the closed box, whole;
-- ``chunks``: the runs inside the listed chunks, each run its own output polyline (as
-  zarr-vectors crops);
+- ``chunks``: the runs inside the listed chunks, each stretch of consecutive such runs
+  an output polyline of its own (as zarr-vectors crops);
 - ``object_ids`` / ``group_ids``: those polylines, in the order asked (groups: their
-  members ascending), unknown ids skipped.
+  members ascending), unknown ids skipped; so are polylines without vertices (an empty
+  manifest is an absent object).
 """
 
 from __future__ import annotations
@@ -287,11 +288,20 @@ def _read(lv: Level, wanted: np.ndarray, allowed: set | None, box: Box | None,
             continue
         run_chunks, frags = objects.manifest(row)
         runs = [(tuple(c), f) for c, f in zip(run_chunks.tolist(), frags.tolist())]
-        if allowed is not None:
-            # a whitelist crops: each run left is an output polyline of its own
-            plans += [(oid, [run]) for run in runs if run[0] in allowed]
-        else:
+        if not runs:            # an empty manifest: the object is absent at this level
+            continue
+        if allowed is None:
             plans.append((oid, runs))
+            continue
+        # a whitelist crops: each stretch of consecutive runs in listed chunks is an
+        # output polyline of its own
+        stretch: list = []
+        for run in runs + [None]:
+            if run is not None and run[0] in allowed:
+                stretch.append(run)
+            elif stretch:
+                plans.append((oid, stretch))
+                stretch = []
     chunk_list = sorted({c for _, runs in plans for c, _ in runs})
     fetched = lv.fetch([lv.vertices, lv.fragments] + [a for a, _ in attrs], chunk_list)
     verts, index, cols = {}, {}, [dict() for _ in attrs]
