@@ -36,7 +36,7 @@ from ..metadata.v3 import load_json, parse_array_metadata
 from . import dense, manifests
 from . import fragments as fragment_index
 from .cells import CellArray, unframe
-from .grid import DIVIDES_TOLERANCE, SpatialGrid, chunk_name, parse_chunk_name
+from .grid import DIVIDES_TOLERANCE, SpatialGrid, chunk_name
 from .layout import (CROSS_CHUNK_STRATEGIES, GEOMETRY_TYPES, LINKS_CONVENTIONS,
                      OBJECT_INDEX_CONVENTIONS, RootInfo, parse_root)
 from .level import Level
@@ -152,6 +152,11 @@ def _tolerance(dtype: np.dtype, magnitude: np.ndarray, width: np.ndarray) -> np.
     return tol
 
 
+def json_key(value: Any) -> str:
+    """A hashable stand-in for a JSON value (categories may be lists or objects)."""
+    return repr(value)
+
+
 def _sample(items: Iterable[Any], n: int = 5) -> str:
     items = list(items)
     head = ", ".join(map(str, items[:n]))
@@ -219,7 +224,7 @@ class _Validator:
             return
         self.r.warnings.append(f"L{self.stage} {self._where(rel)}: {what}")
 
-    def ok(self, rel: str, what: str) -> None:
+    def good(self, rel: str, what: str) -> None:
         self.r.passed.append(f"L{self.stage} {self._where(rel)}: {what}")
 
     def _capped(self, rel: str, kind: str | None, warning: bool = False) -> bool:
@@ -288,16 +293,24 @@ class _Validator:
         """A group node's attributes; None (reported) when it is not a group."""
         w = f"{rel}/zarr.json" if rel else "zarr.json"
         doc = self.read_json(w)
-        if doc is None:
-            return None
-        if doc.get("node_type") != "group":
-            self.error(w, f"expected a group, got node_type {doc.get('node_type')!r}")
+        if doc is None or not self.is_node(w, doc, "group"):
             return None
         attrs = doc.get("attributes", {})
         if not isinstance(attrs, dict):
             self.error(w, "attributes must be a JSON object")
             return None
         return attrs
+
+    def is_node(self, w: str, doc: dict[str, Any], node_type: str) -> bool:
+        """``doc`` is a Zarr v3 node of ``node_type`` (reported when not)."""
+        if doc.get("zarr_format") != 3:
+            self.error(w, f"zarr_format is {doc.get('zarr_format')!r}, not 3")
+            return False
+        if doc.get("node_type") != node_type:
+            self.error(w, f"expected a{'n' if node_type == 'array' else ''} {node_type}, "
+                       f"got node_type {doc.get('node_type')!r}")
+            return False
+        return True
 
     # ====================================================================================
     # L1 structure
@@ -317,9 +330,11 @@ class _Validator:
             self.error("zarr.json", "the root attributes have no 'zarr_vectors' block: "
                        "not a vector dataset")
             return
-        self.ok("zarr.json", "root group with a zarr_vectors block")
-        if "ome" in attrs:
-            self.ok("zarr.json", "RFC 8 'ome' block present")
+        self.good("zarr.json", "root group with a zarr_vectors block")
+        if isinstance(attrs.get("ome"), dict):
+            self.good("zarr.json", "RFC 8 'ome' block present")
+        elif "ome" in attrs:
+            self.warn("zarr.json", f"the 'ome' block is not an object: {attrs['ome']!r}")
         else:
             self.warn("zarr.json", "no 'ome' block: valid, but not resolvable as a member "
                       "of an OME collection")
@@ -328,7 +343,7 @@ class _Validator:
             self.error("", "no resolution level groups (0/, 1/, ...)")
             return
         self.levels = [_Level(i, str(i)) for i in indices]
-        self.ok("", f"{len(indices)} resolution level(s): {indices}")
+        self.good("", f"{len(indices)} resolution level(s): {indices}")
         for lv in self.levels:
             self._level_structure(lv)
 
@@ -367,11 +382,11 @@ class _Validator:
         if attrs is None:
             return
         if attrs:
-            self.ok(lv.path, "level group has attributes")
+            self.good(lv.path, "level group has attributes")
         else:
             self.warn(lv.rel("zarr.json"), "the level group has no attributes")
         if self.exists(lv.rel("vertices/zarr.json")):
-            self.ok(lv.rel("vertices"), "exists")
+            self.good(lv.rel("vertices"), "exists")
         else:
             self.error(lv.rel("vertices"), "missing: every level holds a vertices array")
         if not self.exists(lv.rel("vertex_fragments/zarr.json")):
@@ -380,11 +395,11 @@ class _Validator:
         for name in ("vertex_attributes", "fragment_attributes", "object_index",
                      "object_attributes", "groups", "group_attributes"):
             if self.exists(lv.rel(f"{name}/zarr.json")):
-                self.ok(lv.rel(name), "exists")
+                self.good(lv.rel(name), "exists")
         if self.exists(lv.rel("links/zarr.json")):
             deltas = [d for d in self.children(lv.rel("links/"))]
             if deltas:
-                self.ok(lv.rel("links"), f"link families {deltas}")
+                self.good(lv.rel("links"), f"link families {deltas}")
             elif self.listable:
                 self.warn(lv.rel("links"), "a links group without any <delta> family")
 
@@ -450,7 +465,7 @@ class _Validator:
         except Exception as e:
             self.error(w, f"the readers refuse the root attributes: {e}")
             return None
-        self.ok(w, f"root metadata: D={root.ndim}, geometry {list(root.geometry_types)}")
+        self.good(w, f"root metadata: D={root.ndim}, geometry {list(root.geometry_types)}")
         return root
 
     def _axes(self) -> int | None:
@@ -635,8 +650,8 @@ class _Validator:
                        f"is level {lv.index}")
         count = body.get("vertex_count")
         if not (_is_int(count) and count >= 0):
-            self.error(w, f"zarr_vectors_level.vertex_count must be a non-negative integer, "
-                       f"got {count!r}")
+            self.error(w, f"zarr_vectors_level.vertex_count must be a non-negative "
+                       f"integer, got {count!r}")
         self._arrays_present(lv, body)
         self._level_members(lv, body)
         if body.get("chunk_attribute_name") is not None:
@@ -647,6 +662,8 @@ class _Validator:
         self._level_chunk_shape(lv, body)
         self._cell_arrays(lv)
         self._object_index_metadata(lv)
+        self._family_groups(lv)
+        self._dense_metadata(lv)
         self._link_family_metadata(lv)
 
     def _arrays_present(self, lv: _Level, body: dict[str, Any]) -> None:
@@ -684,8 +701,8 @@ class _Validator:
         else:
             chunk = _vector(override, root.ndim, positive=True)
             if chunk is None:
-                self.error(w, f"zarr_vectors_level.chunk_shape must be {root.ndim} positive "
-                           f"numbers, got {override!r}")
+                self.error(w, f"zarr_vectors_level.chunk_shape must be {root.ndim} "
+                           f"positive numbers, got {override!r}")
                 return
             for axis, (c, r) in enumerate(zip(chunk, root.chunk_shape)):
                 if not _divides(c, r):
@@ -720,10 +737,12 @@ class _Validator:
             self.error(lv.rel("vertices"), f"dtype {v_attrs.get('dtype')!r} is not a "
                        f"numeric data type ({e})")
         encoding = v_attrs.get("encoding", "raw")
-        if encoding != "raw":
-            self.warn(lv.rel("vertices"), f"encoding {encoding!r}: only raw vertices are "
-                      "checked; the level's cells are not")
+        if encoding == "draco":
+            self.warn(lv.rel("vertices"), "draco-encoded vertices: the level's cells are "
+                      "not checked")
             lv.cells_checked = False
+        elif encoding != "raw":
+            self.error(lv.rel("vertices"), f"encoding {encoding!r} is not raw or draco")
         if self.exists(lv.rel("vertex_fragments/zarr.json")):
             lv.fragments = self.cell_array(lv.rel("vertex_fragments"), "vertex_fragments",
                                            lv.vertices)
@@ -750,7 +769,7 @@ class _Validator:
         ``like`` is the vertices array whose grid it must share."""
         assert self.root is not None
         doc = self.read_json(f"{rel}/zarr.json")
-        if doc is None:
+        if doc is None or not self.is_node(f"{rel}/zarr.json", doc, "array"):
             return None
         try:
             cells = CellArray(self.t.key(rel), doc)
@@ -770,6 +789,8 @@ class _Validator:
             self.warn(rel, f"no zv_array tag (expected {tag!r})")
         elif attrs["zv_array"] != tag:
             self.error(rel, f"zv_array is {attrs['zv_array']!r}, expected {tag!r}")
+        if "name" in attrs and attrs["name"] != rel.rsplit("/", 1)[-1]:
+            self.error(rel, f"name attribute {attrs['name']!r} is not the array's name")
         names = attrs.get("nonempty_chunks", [])
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             self.error(rel, "nonempty_chunks must be a list of chunk names")
@@ -783,6 +804,32 @@ class _Validator:
         return cells
 
     def stored_layout(self, rel: str, cells: CellArray) -> StoredLayout | None:
+        """How an attribute's cells read: checked member by member, then parsed as the
+        readers parse it."""
+        attrs = cells.meta.attributes
+        bad = len(self.r.errors)
+        row_shape = attrs.get("row_shape")
+        if row_shape is not None and not (isinstance(row_shape, list) and all(
+                _is_int(v) and v >= 1 for v in row_shape)):
+            self.error(rel, f"row_shape must be a list of positive integers, got "
+                       f"{row_shape!r}")
+        channels = attrs.get("channel_names")
+        if channels is not None and not (
+                isinstance(channels, list) and all(isinstance(c, str) for c in channels)
+                and (not isinstance(row_shape, list) or [len(channels)] == row_shape)):
+            self.error(rel, f"channel_names {channels!r} must name each of the row_shape "
+                       f"{row_shape!r} channels")
+        encoding = attrs.get("encoding")
+        if encoding not in (None, "raw", "dictionary"):
+            self.error(rel, f"encoding {encoding!r} is not raw or dictionary")
+        categories = attrs.get("categories")
+        if encoding == "dictionary" and isinstance(categories, list):
+            if len({json_key(c) for c in categories}) != len(categories):
+                self.error(rel, "dictionary categories repeat")
+        if "ordered" in attrs and not isinstance(attrs["ordered"], bool):
+            self.error(rel, f"ordered must be true or false, got {attrs['ordered']!r}")
+        if len(self.r.errors) != bad:
+            return None
         try:
             stored = StoredLayout.from_attributes(cells.meta.attributes, rel)
             if stored.dtype.kind not in "biuf" or any(s < 1 for s in stored.row_shape):
@@ -803,6 +850,8 @@ class _Validator:
             return
         w = f"{rel}/zarr.json"
         bad = len(self.r.errors)
+        if attrs.get("zv_array", "object_index") != "object_index":
+            self.error(w, f"zv_array is {attrs['zv_array']!r}, expected 'object_index'")
         layout = attrs.get("layout", "vlen_manifests_v2")
         if layout not in ("vlen_manifests_v2", "vlen_manifests_v1"):
             self.error(w, f"object index layout {layout!r} is not vlen_manifests_v2 or v1")
@@ -814,11 +863,49 @@ class _Validator:
             if not (_is_int(attrs.get(member)) and attrs[member] >= 0):
                 self.error(w, f"{member} must be a non-negative integer, got "
                            f"{attrs.get(member)!r}")
-        if "object_ids_sorted" in attrs and not isinstance(attrs["object_ids_sorted"], bool):
+        if not isinstance(attrs.get("object_ids_sorted", False), bool):
             self.error(w, f"object_ids_sorted must be true or false, got "
                        f"{attrs['object_ids_sorted']!r}")
         if len(self.r.errors) == bad:
             lv.object_attrs = attrs
+
+    def _family_groups(self, lv: _Level) -> None:
+        """The groups that hold a level's families are Zarr groups."""
+        for family in ("vertex_attributes", "fragment_attributes", "object_attributes",
+                       "group_attributes", "links"):
+            if self.exists(lv.rel(f"{family}/zarr.json")):
+                self.group_attrs(lv.rel(family))
+
+    def _dense_metadata(self, lv: _Level) -> None:
+        """The documents of the object-level arrays: Zarr arrays whose zv_array tag,
+        name, dtype and shape attributes (where written) agree with them."""
+        arrays = [("object_index/manifests", None), ("object_index/object_ids", None),
+                  ("groups", "groups")]
+        for family, tag in (("object_attributes", "object_attribute"),
+                            ("group_attributes", "groupings_attribute")):
+            arrays += [(f"{family}/{name}", tag) for name in
+                       self.children(lv.rel(f"{family}/"))]
+        for name, tag in arrays:
+            rel = lv.rel(name)
+            doc = self.read_json(f"{rel}/zarr.json")
+            if doc is None or not self.is_node(f"{rel}/zarr.json", doc, "array"):
+                continue
+            try:
+                meta = parse_array_metadata(doc)
+            except Exception as e:
+                self.error(rel, f"not a readable array: {e}")
+                continue
+            attrs = meta.attributes
+            if tag is not None and attrs.get("zv_array", tag) != tag:
+                self.error(rel, f"zv_array is {attrs['zv_array']!r}, expected {tag!r}")
+            if tag is None or tag == "groups":
+                continue
+            for member, want in (("name", name.rsplit("/", 1)[-1]),
+                                 ("dtype", doc.get("data_type")),
+                                 ("shape", list(meta.shape))):
+                if member in attrs and attrs[member] != want:
+                    self.error(rel, f"{member} attribute {attrs[member]!r} is not the "
+                               f"array's {want!r}")
 
     def _link_family_metadata(self, lv: _Level) -> None:
         """Each ``links/<delta>`` family's attributes, and the level it points to."""
@@ -893,7 +980,7 @@ class _Validator:
         assert lv.vertices is not None
         rel = lv.rel("vertices")
         lv.listed = self.listed_chunks(lv.vertices, rel, check_order=True)
-        self.ok(rel, f"{len(lv.listed)} chunks listed")
+        self.good(rel, f"{len(lv.listed)} chunks listed")
 
     def listed_chunks(self, cells: CellArray, rel: str, check_order: bool = False
                       ) -> list[tuple[int, ...]]:
@@ -914,10 +1001,17 @@ class _Validator:
         out = set()
         for name in names:
             try:
-                chunk = parse_chunk_name(name, cells.meta.ndim, rel)
-            except Exception:
+                chunk = tuple(int(p) for p in name.split("."))
+                if len(chunk) != cells.meta.ndim:
+                    raise ValueError(name)
+            except (ValueError, AttributeError):
                 self.error(rel, f"nonempty_chunks entry {name!r} is not a chunk name of "
                            f"{cells.meta.ndim} integers", kind="chunk name")
+                continue
+            if chunk_name(chunk) != name:
+                self.error(rel, f"nonempty_chunks entry {name!r} is not in the canonical "
+                           f"form {chunk_name(chunk)!r} readers look up",
+                           kind="chunk name")
                 continue
             if any(c < a or c >= b for c, a, b in zip(chunk, lo, hi)):
                 self.error(rel, f"nonempty_chunks names chunk {name}, outside the grid "
@@ -997,7 +1091,8 @@ class _Validator:
         order, clipped to the array's shape."""
         shape = cells.chunk_shape
         first = [b * s for b, s in zip(block, shape)]
-        ranges = [range(f, min(f + s, n)) for f, s, n in zip(first, shape, cells.meta.shape)]
+        ranges = [range(f, min(f + s, n))
+                  for f, s, n in zip(first, shape, cells.meta.shape)]
         origin = cells.origin.tolist()
         out = []
         for cell in np.ndindex(*[len(r) for r in ranges]):
@@ -1254,6 +1349,13 @@ class _Validator:
                 self.error(rel, f"chunk {name} has no cell for its {n_rows} {what}",
                            kind="missing attribute cell")
             return
+        if what == "vertices" and stored.implied_channels(payload, n_rows):
+            self.warn(rel, f"the cell of chunk {name} holds "
+                      f"{stored.implied_channels(payload, n_rows)} values per vertex under "
+                      f"a document that says one (row_shape []): read as channels, as "
+                      f"zarr-vectors' polyline, mesh and graph writers store them",
+                      kind="implied channels")
+            return
         try:
             values = stored.rows(payload, rel)
         except Exception as e:
@@ -1283,7 +1385,7 @@ class _Validator:
             self.error(rel, f"vertex_count is {claimed}, the listed cells hold "
                        f"{lv.decoded} vertices")
         else:
-            self.ok(rel, f"vertex_count {claimed} matches the cells")
+            self.good(rel, f"vertex_count {claimed} matches the cells")
 
     # --- objects ------------------------------------------------------------------------
 
@@ -1329,7 +1431,7 @@ class _Validator:
         if present is not None and attrs["num_present"] != present:
             self.error(f"{rel}/zarr.json", f"num_present is {attrs['num_present']}, "
                        f"{present} manifests are non-empty")
-        self.ok(rel, f"{len(ids)} objects checked")
+        self.good(rel, f"{len(ids)} objects checked")
         return ids
 
     def _check_manifests(self, lv: _Level, ids: np.ndarray, blobs: np.ndarray
@@ -1357,23 +1459,49 @@ class _Validator:
         if not rows:
             return None if broken else 0
         row_of, frag = np.concatenate(rows), np.concatenate(frags)
-        named, inverse = np.unique(np.concatenate(chunks), axis=0, return_inverse=True)
-        named_chunks = [tuple(c) for c in named.tolist()]
-        listed = set(lv.listed)
-        is_listed = np.array([c in listed for c in named_chunks])[inverse.ravel()]
-        limit = np.array([lv.fragment_counts.get(c, -1) for c in named_chunks],
-                         dtype=np.int64)[inverse.ravel()]
+        named = np.concatenate(chunks)
+        is_listed, limit = self._chunk_lookup(lv, named)
         out_of_range = is_listed & ((frag < 0) | ((limit >= 0) & (frag >= limit)))
-        for i in np.flatnonzero(~is_listed)[:MAX_REPORTS + 1]:
-            chunk = named_chunks[int(inverse.ravel()[i])]
-            self.error(rel, f"object {int(ids[row_of[i]])} names chunk {chunk_name(chunk)}, "
-                       "which is not in nonempty_chunks", kind="manifest chunk")
-        for i in np.flatnonzero(out_of_range)[:MAX_REPORTS + 1]:
-            chunk = named_chunks[int(inverse.ravel()[i])]
+        for i in np.flatnonzero(~is_listed):
+            self.error(rel, f"object {int(ids[row_of[i]])} names chunk "
+                       f"{chunk_name(named[i])}, which is not in nonempty_chunks",
+                       kind="manifest chunk")
+        for i in np.flatnonzero(out_of_range):
             self.error(rel, f"object {int(ids[row_of[i]])} names fragment {int(frag[i])} "
-                       f"of chunk {chunk_name(chunk)}, which has {int(limit[i])}",
+                       f"of chunk {chunk_name(named[i])}, which has {int(limit[i])}",
                        kind="manifest fragment")
         return None if broken else len(rows)
+
+    @staticmethod
+    def _chunk_lookup(lv: _Level, chunks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each of ``chunks`` (M, D): whether it is listed, and its fragment count
+        (-1 when unknown). Chunks become flat cell numbers of the grid, so the lookup is
+        one sort, not a Python loop."""
+        assert lv.vertices is not None
+        origin = lv.vertices.origin
+        shape = np.asarray(lv.vertices.meta.shape, dtype=np.int64)
+        if math.prod(shape.tolist()) >= 1 << 62:      # too big to number: slow path
+            listed = set(lv.listed)
+            tuples = [tuple(c) for c in chunks.tolist()]
+            return (np.array([t in listed for t in tuples], dtype=bool),
+                    np.array([lv.fragment_counts.get(t, -1) for t in tuples], np.int64))
+        cell = chunks - origin
+        inside = np.all((cell >= 0) & (cell < shape), axis=1)
+        flat = np.full(len(chunks), -1, dtype=np.int64)
+        if inside.any():
+            flat[inside] = np.ravel_multi_index(tuple(cell[inside].T), tuple(shape))
+        held = np.asarray(lv.listed, dtype=np.int64).reshape(-1, len(shape))
+        held_flat = np.ravel_multi_index(tuple((held - origin).T), tuple(shape)) if len(
+            held) else np.zeros(0, dtype=np.int64)
+        order = np.argsort(held_flat)
+        held_flat = held_flat[order]
+        counts = np.array([lv.fragment_counts.get(c, -1) for c in lv.listed],
+                          dtype=np.int64)[order]
+        if not len(held_flat):
+            return np.zeros(len(chunks), dtype=bool), np.full(len(chunks), -1, np.int64)
+        pos = np.minimum(np.searchsorted(held_flat, flat), len(held_flat) - 1)
+        found = inside & (held_flat[pos] == flat)
+        return found, np.where(found, counts[pos], -1)
 
     def read_array(self, rel: str, doc: dict[str, Any] | None, bytes_rows: bool = False
                    ) -> np.ndarray | None:
@@ -1384,6 +1512,8 @@ class _Validator:
             if doc is None:
                 self.error(rel, "missing")
                 return None
+        if not self.is_node(f"{rel}/zarr.json", doc, "array"):
+            return None
         try:
             meta = parse_array_metadata(doc)
         except Exception as e:
@@ -1488,7 +1618,7 @@ class _Validator:
         except Exception as e:
             self.error(lv.path, f"kvzarr's reader refuses the level: {e}")
         else:
-            self.ok(lv.path, "consistent")
+            self.good(lv.path, "consistent")
 
     # ====================================================================================
     # L4 geometry conventions
@@ -1499,15 +1629,16 @@ class _Validator:
         zv = self.root.attributes["zarr_vectors"]
         convention = zv.get("links_convention", DEFAULT_LINKS_CONVENTION)
         level0 = next((lv for lv in self.levels if lv.index == 0), None)
-        composite = level0 is not None and self.exists(level0.rel("geometry_index/zarr.json"))
+        composite = level0 is not None and self.exists(
+            level0.rel("geometry_index/zarr.json"))
         for geom in self.root.geometry_types:
             allowed = LINKS_ALLOWED.get(geom)
             if geom not in LINKS_ALLOWED:
                 self.error("zarr.json", f"unknown geometry type {geom!r}")
             elif allowed is None or convention in allowed:
-                self.ok("zarr.json", f"{geom!r}: links_convention {convention!r} allowed")
+                self.good("zarr.json", f"{geom!r}: links_convention {convention!r} allowed")
             elif composite:
-                self.ok("zarr.json", f"{geom!r}: composite store, links are namespaced")
+                self.good("zarr.json", f"{geom!r}: composite store, links are namespaced")
             else:
                 self.error("zarr.json", f"geometry {geom!r} needs links_convention in "
                            f"{sorted(allowed)}, got {convention!r}")
@@ -1522,6 +1653,9 @@ class _Validator:
             elif family.get("link_width", 0) < 3:
                 self.error(level0.rel("links/0/zarr.json"), f"a mesh's link_width is "
                            f"{family.get('link_width')}, faces need >= 3")
+            else:
+                self.good(level0.rel("links/0"), f"mesh faces of {family['link_width']} "
+                          "vertices")
         if set(self.root.geometry_types) == {"point_cloud"} and family is not None:
             self.warn(level0.rel("links/0"), "a point cloud with intra-level links")
 
@@ -1534,7 +1668,7 @@ class _Validator:
         if indices != list(range(len(indices))):
             self.error("", f"levels {indices} are not contiguous from 0")
         else:
-            self.ok("", f"levels 0..{len(indices) - 1} contiguous")
+            self.good("", f"levels 0..{len(indices) - 1} contiguous")
         previous: tuple[int, int] | None = None
         for lv in self.levels:
             body = lv.body or {}

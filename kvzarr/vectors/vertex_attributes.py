@@ -123,7 +123,23 @@ class StoredLayout:
                                     key=where, field="categories")
         return cls(dtype, row_shape, categories, attrs.get("_FillValue"))
 
-    def rows(self, payload: Any, where: str) -> np.ndarray:
+    def implied_channels(self, payload: Any, n_rows: int) -> int | None:
+        """The channel count a cell implies when its document says scalar rows
+        (``row_shape`` ``[]``, no ``channel_names``) but it holds a whole number ``k > 1``
+        of values per vertex: zarr-vectors 0.9.2's polyline, mesh and graph writers
+        store ``(N, k)`` attributes so. None when the document's rows fit."""
+        if self.row_shape or not n_rows or self.categories is not None:
+            return None
+        per_row, left = divmod(len(payload), n_rows * self.dtype.itemsize)
+        return per_row if per_row > 1 and not left else None
+
+    def rows(self, payload: Any, where: str, n_rows: int | None = None) -> np.ndarray:
+        """The cell's rows; with ``n_rows``, a cell of k values per vertex under a scalar
+        document reads as (n_rows, k) (see :meth:`implied_channels`)."""
+        if n_rows is not None:
+            k = self.implied_channels(payload, n_rows)
+            if k is not None:
+                return np.frombuffer(payload, self.dtype).reshape(n_rows, k)
         width = int(np.prod(self.row_shape)) * self.dtype.itemsize if self.row_shape else \
             self.dtype.itemsize
         if len(payload) % width:
