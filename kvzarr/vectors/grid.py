@@ -97,6 +97,8 @@ class SpatialGrid:
         with np.errstate(invalid="ignore", over="ignore"):
             c_lo = _floor_clamped(lo / chunk, grid_lo - 1, grid_hi + 1)
             c_hi = _floor_clamped(hi / chunk, grid_lo - 1, grid_hi + 1)
+            if np.any(bpc < 1):   # (a coarse level's bins may be wider than its chunks:
+                return np.maximum(c_lo, grid_lo), np.minimum(c_hi, grid_hi)  # no bins)
             b_lo = np.floor_divide(_floor_clamped(lo / binw, (grid_lo - 1) * bpc,
                                                   (grid_hi + 2) * bpc), bpc)
             b_hi = np.floor_divide(_floor_clamped(hi / binw, (grid_lo - 1) * bpc,

@@ -162,7 +162,7 @@ def read_mesh(target: Any, *, level: int = 0, bbox: Any = None, object_ids: Any 
     ``vertices``, ``faces`` (indices into ``vertices``, winding as written),
     ``vertex_count`` and ``face_count``."""
     pos, faces = _read_linked(target, path, level, bbox, object_ids, None, chunks,
-                              attribute_filter)
+                              attribute_filter, min_width=3)
     return {"vertices": pos, "faces": faces, "vertex_count": int(len(pos)),
             "face_count": int(len(faces))}
 
@@ -175,14 +175,14 @@ def read_graph(target: Any, *, level: int = 0, object_ids: Any = None, bbox: Any
     (module docstring). Returns ``positions``, ``edges`` (direction as written),
     ``node_count`` and ``edge_count``."""
     pos, edges = _read_linked(target, path, level, bbox, object_ids, group_ids, chunks,
-                              attribute_filter)
+                              attribute_filter, min_width=2, max_width=2)
     return {"positions": pos, "edges": edges, "node_count": int(len(pos)),
             "edge_count": int(len(edges))}
 
 
 def _read_linked(target: Any, path: str | None, level: int, bbox: Any, object_ids: Any,
-                 group_ids: Any, chunks: Any, attribute_filter: Any
-                 ) -> tuple[np.ndarray, np.ndarray]:
+                 group_ids: Any, chunks: Any, attribute_filter: Any, *, min_width: int,
+                 max_width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     if attribute_filter:
         raise UnsupportedOperationError("attribute_filter needs a level chunked by an "
                                         "attribute, which is not supported yet")
@@ -210,15 +210,20 @@ def _read_linked(target: Any, path: str | None, level: int, bbox: Any, object_id
             start += len(take)
         pos = np.concatenate([verts[c][take] for c, take in pieces]) if pieces else \
             np.zeros((0, lv.ndim), lv.dtype)
-        records = _records(lv, set(chunk_list))
-        faces = _renumber(records, number, lv)
+        width, records = _records(lv, set(chunk_list))
+        if width is not None and (width < min_width or (max_width and width > max_width)):
+            raise MetadataError(f"the level's links join {width} vertices each: not a "
+                                f"{'graph' if max_width == 2 else 'mesh'}",
+                                key=t.key(f"{lv.path}/links/0"), field="link_width")
+        faces = _renumber(records, number, lv, width or min_width)
         if box is not None:
             keep = box.contains(pos)
             renum = np.full(len(pos), -1, dtype=np.int64)
             renum[keep] = np.arange(int(keep.sum()))
             pos = pos[keep]
-            faces = renum[faces] if len(faces) else faces
-            faces = faces[np.all(faces >= 0, axis=1)] if len(faces) else faces
+            if len(faces):
+                faces = renum[faces]
+                faces = faces[np.all(faces >= 0, axis=1)]
         return pos, faces
 
 
@@ -241,15 +246,17 @@ def _object_pieces(lv: Level, wanted: np.ndarray, verts: dict, index: dict) -> l
     return pieces
 
 
-def _records(lv: Level, selected: set) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Every ``links/0`` record whose source chunk is selected (a record with all its
-    endpoints selected has its source among them), as (endpoint chunks (M, L, D),
-    rows (M, L)) in original endpoint order; arrays in name order, cells in the order of
-    their chunk names, rows as stored."""
+def _records(lv: Level, selected: set
+             ) -> tuple[int | None, list[tuple[np.ndarray, np.ndarray]]]:
+    """The family's link width (None without a family) and every ``links/0`` record
+    whose source chunk is selected (a record with all its endpoints selected has its
+    source among them), as (endpoint chunks (M, L, D), rows (M, L)) in original endpoint
+    order; arrays in name order, cells in the order of their chunk names, rows as
+    stored."""
     t = lv.target
     family = t.read_json(f"{lv.path}/links/0/zarr.json")
     if family is None:
-        return []
+        return None, []
     width = family.get("attributes", {}).get("link_width")
     if not isinstance(width, int) or width < 2:
         raise MetadataError("a links family needs an integer link_width >= 2",
@@ -292,13 +299,13 @@ def _records(lv: Level, selected: set) -> list[tuple[np.ndarray, np.ndarray]]:
             else:
                 vi = rows
             out.append((np.array(chunk_rows), vi))
-    return out
+    return width, out
 
 
-def _renumber(records: list, number: dict, lv: Level) -> np.ndarray:
-    """Records as output vertex numbers; those with an endpoint not taken are dropped,
-    those naming a row their chunk does not have are an error."""
-    width = records[0][1].shape[1] if records else 2
+def _renumber(records: list, number: dict, lv: Level, width: int) -> np.ndarray:
+    """Records as output vertex numbers (``(0, width)`` for none); those with an
+    endpoint not taken are dropped, those naming a row their chunk does not have are an
+    error."""
     if not records:
         return np.zeros((0, width), dtype=np.int64)
     order = list(number)

@@ -251,8 +251,13 @@ class ObjectIndex:
 
 
 def group_members(target: Target, level: str, group_ids: Any) -> np.ndarray:
-    """The sorted union of the members of ``group_ids`` (unknown groups add nothing)."""
+    """The sorted union of the members of ``group_ids`` (unknown groups add nothing).
+    A coarse level without groups of its own takes level 0's: a pyramid keeps object
+    ids, so those groups name the same objects there."""
     doc = target.read_json(f"{level}/groups/zarr.json")
+    if doc is None and level != "0":
+        level = "0"
+        doc = target.read_json("0/groups/zarr.json")
     if doc is None:
         return np.zeros(0, dtype=np.int64)
     rows = dense.read(target, f"{level}/groups", doc)

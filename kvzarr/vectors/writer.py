@@ -303,11 +303,12 @@ class LevelWriter:
         family = f"{self.path}/links/0"
         self.target.put_json(self.items, f"{self.path}/links/zarr.json",
                              {"attributes": {}, "zarr_format": 3, "node_type": "group"})
+        policy = {"zv_array": "links_family", "level_delta": 0, "link_width": width,
+                  "directed": False, "store": "canonical", "sid_ndim": ndim}
+        if len(rows):   # (zarr-vectors counts only what it wrote)
+            policy.update(num_links=len(rows), num_physical_records=len(rows))
         self.target.put_json(self.items, f"{family}/zarr.json", {
-            "zarr_format": 3, "node_type": "group", "attributes": {
-                "zv_array": "links_family", "level_delta": 0, "link_width": width,
-                "directed": False, "store": "canonical", "sid_ndim": ndim,
-                "num_links": len(rows), "num_physical_records": len(rows)}})
+            "zarr_format": 3, "node_type": "group", "attributes": policy})
         intra = np.all(chunks == chunks[:, :1], axis=(1, 2)) if len(rows) else \
             np.zeros(0, dtype=bool)
         zero = np.zeros((width - 1, ndim), dtype=np.int64)
