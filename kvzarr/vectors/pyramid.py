@@ -43,6 +43,7 @@ from .objects import ATTRIBUTE_ROWS, DEFAULT_COMPRESSION, ObjectParts, absent_fi
 from .target import Target, opened
 
 STORAGES = ("none", "implicit", "explicit")
+PYRAMID_CAPABILITIES = ("preserved_object_ids", "shared_fragments", "multiscale_links")
 
 
 @dataclass
@@ -70,27 +71,30 @@ def build_pyramid(target: Any, *, factors: Any, chunk_scale_factors: Any = None,
     ``(coarsen_factor, sparsity_factor)`` per level, each relative to the level below.
     Returns ``levels_created``, ``level_specs``, ``method``, ``cross_level_depth`` and
     ``cross_level_storage``."""
-    steps = _check_arguments(factors, chunk_scale_factors, sparsity_strategy,
-                             cross_level_depth, cross_level_storage, method, options)
     with opened(target, path, write=True) as t:
         root_doc = t.require_json("zarr.json")
         root = parse_root(root_doc.get("attributes"), t.key("zarr.json"))
+        steps = _check_arguments(factors, chunk_scale_factors, sparsity_strategy,
+                                 cross_level_depth, cross_level_storage, method, options,
+                                 root.ndim)
+        source = _read_level0(t, root)
         for old in root.level_paths()[1:]:
             if isinstance(old, str) and old.isdigit():
                 t.store.erase_prefix(t.key(f"{old}/"))
-        t.store.erase_prefix(t.key("0/links/+1/"))
-        source = _read_level0(t, root)
+        _erase_links_up(t)
         items: list[tuple[str, bytes]] = []
         specs = []
         bins = [tuple(root.base_bin_shape)]
-        capabilities: list[str] = list(root.attributes["zarr_vectors"].get(
-            "format_capabilities", []))
+        # (the capabilities a pyramid stamps are stamped again for the new one)
+        capabilities: list[str] = [
+            c for c in root.attributes["zarr_vectors"].get("format_capabilities", [])
+            if c not in PYRAMID_CAPABILITIES]
         for i, (coarsen, sparsity, scale) in enumerate(steps):
             coarse, spec = _coarsen(t, root, source, coarsen, sparsity, scale,
                                     sparsity_seed, items)
             bins.append(coarse.bin_shape)
-            for cap in (["preserved_object_ids"] if source.ids is not None else []) + [
-                    "shared_fragments"]:
+            for cap in (["preserved_object_ids"] if source.ids is not None else []) + (
+                    ["shared_fragments"] if spec["vertex_count"] else []):
                 if cap not in capabilities:
                     capabilities.append(cap)
             if cross_level_storage != "none" and spec["vertex_count"]:
@@ -118,7 +122,8 @@ def build_pyramid(target: Any, *, factors: Any, chunk_scale_factors: Any = None,
 
 
 def _check_arguments(factors, chunk_scale_factors, strategy, depth, storage, method,
-                     options) -> list[tuple[float, float, Any]]:
+                     options, ndim: int) -> list[tuple[float, float, tuple[int, ...]]]:
+    """Every argument checked before the store is touched."""
     if method != "per_object":
         raise UnsupportedOperationError(f"coarsening method {method!r} is not available "
                                         f"(only 'per_object')", field="method")
@@ -155,9 +160,34 @@ def _check_arguments(factors, chunk_scale_factors, strategy, depth, storage, met
                 and sparsity >= 1):
             raise VectorDataError(f"factors[{i}] = {pair!r}: both must be finite and >= 1",
                                   field="factors")
-        scale = 1 if chunk_scale_factors is None else chunk_scale_factors[i]
-        steps.append((coarsen, sparsity, scale))
+        steps.append((coarsen, sparsity, _scale(
+            1 if chunk_scale_factors is None else chunk_scale_factors[i], ndim)))
     return steps
+
+
+def _scale(scale: Any, ndim: int) -> tuple[int, ...]:
+    """A chunk scale factor: one positive integer, or one per axis."""
+    try:
+        factors = [scale] * ndim if np.isscalar(scale) else list(scale)
+        ok = len(factors) == ndim and all(
+            isinstance(f, (int, np.integer)) and not isinstance(f, bool) and f >= 1
+            for f in factors)
+    except TypeError:
+        ok = False
+    if not ok:
+        raise VectorDataError(f"a chunk scale factor must be a positive integer or {ndim} "
+                              f"of them, got {scale!r}", field="chunk_scale_factors")
+    return tuple(int(f) for f in factors)
+
+
+def _erase_links_up(t: Target) -> None:
+    """Level 0's links to the old level 1, and its links group if nothing else is in it
+    (a mesh's own links/0 stays)."""
+    t.store.erase_prefix(t.key("0/links/+1/"))
+    others = [k for k in t.store.list_prefix(t.key("0/links/"))
+              if k != t.key("0/links/zarr.json")]
+    if not others:
+        t.store.erase_values([t.key("0/links/zarr.json")])
 
 
 def _datasets(bins: list[tuple[float, ...]]) -> list[dict[str, Any]]:
@@ -213,11 +243,7 @@ def _keep(n: int, sparsity: float, seed: int | None) -> np.ndarray:
 def _coarsen(t: Target, root: Any, src: LevelData, coarsen: float, sparsity: float,
              scale: Any, seed: int | None, items: list) -> tuple[LevelData, dict[str, Any]]:
     ndim = len(src.chunk_shape)
-    factors = [int(scale)] * ndim if np.isscalar(scale) else [int(v) for v in scale]
-    if len(factors) != ndim or min(factors) < 1:
-        raise VectorDataError(f"chunk_scale_factor {scale!r} must be positive integers, "
-                              f"one per axis", field="chunk_scale_factors")
-    chunk_shape = tuple(float(c) * f for c, f in zip(src.chunk_shape, factors))
+    chunk_shape = tuple(float(c) * f for c, f in zip(src.chunk_shape, scale))
     bin_shape = tuple(float(b) * coarsen for b in src.bin_shape)
     target = src.index + 1
     n_objects = len(src.manifests)
@@ -229,7 +255,10 @@ def _coarsen(t: Target, root: Any, src: LevelData, coarsen: float, sparsity: flo
         per_object.append(np.concatenate(parts).astype(np.float32) if parts else
                           np.zeros((0, ndim), np.float32))
     counts = np.array([len(p) for p in per_object], dtype=np.int64)
-    all_pos = np.concatenate(per_object) if per_object else np.zeros((0, ndim), np.float32)
+    if not counts.sum():
+        return _empty_level(t, root, src, target, chunk_shape, bin_shape, sparsity, kept,
+                            items)
+    all_pos = np.concatenate(per_object)
     keys = np.floor(all_pos / np.asarray(bin_shape, dtype=np.float64)).astype(np.int64)
     void = np.dtype((np.void, 8 * ndim))
     unique_keys, inverse = np.unique(np.ascontiguousarray(keys).view(void).ravel(),
@@ -284,8 +313,27 @@ def _coarsen(t: Target, root: Any, src: LevelData, coarsen: float, sparsity: flo
     return coarse, spec
 
 
+def _empty_level(t: Target, root: Any, src: LevelData, target: int,
+                 chunk_shape: tuple[float, ...], bin_shape: tuple[float, ...],
+                 sparsity: float, kept: np.ndarray, items: list
+                 ) -> tuple[LevelData, dict[str, Any]]:
+    """A level whose kept objects have no vertices left: vertices and fragments without
+    cells, and an object index of empty manifests over rows 0 .. n - 1, as zarr-vectors
+    writes it (no object attributes, no links)."""
+    n = len(src.manifests)
+    grid = SpatialGrid.from_bounds(chunk_shape, bin_shape, *root.bounds)
+    ids = np.arange(n, dtype=np.int64)
+    lv = LevelData(target, [], {}, {}, ids, [[] for _ in range(n)], {}, chunk_shape,
+                   bin_shape, grid)
+    _write_level(t, root, lv, src, kept, sparsity, True, items, with_attributes=False)
+    return lv, {"vertex_count": 0, "object_count": 0, "objects_kept": len(kept),
+                "method": "per_object", "preserves_object_ids": True,
+                "shared_fragments": True}
+
+
 def _write_level(t: Target, root: Any, lv: LevelData, src: LevelData, kept: np.ndarray,
-                 sparsity: float, has_objects: bool, items: list) -> None:
+                 sparsity: float, has_objects: bool, items: list,
+                 with_attributes: bool = True) -> None:
     path = str(lv.index)
     names = sorted(chunk_name(c) for c in lv.chunks)
     for name, tag, payloads in (
@@ -326,6 +374,8 @@ def _write_level(t: Target, root: Any, lv: LevelData, src: LevelData, kept: np.n
     index_items, _ = write_index(t, path, parts, len(lv.chunk_shape), "zstd",
                                  all_ids=np.asarray(lv.ids, dtype=np.int64))
     items += index_items
+    if not with_attributes:
+        return
     if src.attributes:
         t.put_json(items, f"{path}/object_attributes/zarr.json",
                    {"attributes": {}, "zarr_format": 3, "node_type": "group"})

@@ -691,7 +691,7 @@ class _Validator:
 
     def _level_chunk_shape(self, lv: _Level, body: dict[str, Any]) -> None:
         """The level's chunk shape: the root's, or an override that is a whole multiple
-        of it; the level's bin must divide it."""
+        of it and that the level's bin divides."""
         w = lv.rel("zarr.json")
         root = self.root
         assert root is not None
@@ -709,7 +709,9 @@ class _Validator:
                     self.error(w, f"chunk_shape[{axis}] = {c:g} is not a whole multiple of "
                                f"the root's {r:g}")
             lv.chunk_shape = chunk
-        if lv.bin_shape is not None and (override is not None or lv.index > 0):
+        # (a coarse level on the root's chunks may have bins wider than its chunks: its
+        # metavertices are one fragment each, not binned; an override must be divisible)
+        if lv.bin_shape is not None and override is not None:
             for axis, (c, b) in enumerate(zip(lv.chunk_shape, lv.bin_shape)):
                 if not _divides(c, b):
                     self.error(w, f"the level's bin shape {b:g} does not divide its "
