@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import kvzarr
-from kvzarr.vectors import read_points, write_points
+from kvzarr.vectors import build_pyramid, read_points, validate, write_points
 
 from ..forkserver import forkserver_context
 from ..stores.kill_trials import killed_runs
@@ -90,3 +90,31 @@ def test_a_failed_rewrite_leaves_the_old_dataset(tmp_path: Path, suffix: str) ->
     with pytest.raises(kvzarr.errors.VectorDataError):
         write_points(path, chunk_shape=(100,) * 3, bin_shape=(50,) * 3, **bad)
     assert _one_generation(path) == 3
+
+
+def _rebuild_pyramid_until_killed(path: str, run: int, ready, go) -> None:
+    go.wait()
+    seed = run * 1000
+    ready.set()
+    while True:
+        seed += 1
+        build_pyramid(path, factors=[(2, 1 + seed % 3), (2, 1)], sparsity_seed=seed)
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_killed_pyramid_builds_leave_a_whole_pyramid(tmp_path: Path, suffix: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Levels, their object indexes and the cross-level links either all come from one
+    build or are all the previous build's: the dataset validates at every level after
+    each kill, and level 0 is untouched."""
+    ctx = forkserver_context(monkeypatch, sys.modules[__name__],
+                             preload=("kvzarr.stores.sql", "kvzarr.stores.lmdb"))
+    path = str(tmp_path / f"cloud{suffix}")
+    _write(path, 5)
+    build_pyramid(path, factors=[(2, 1), (2, 1)])
+    rng = random.Random(99)
+    for _ in killed_runs(ctx, _rebuild_pyramid_until_killed, path, 5,
+                         lambda run: rng.uniform(0.05, 0.5)):
+        report = validate(path, level=5)
+        assert report.ok, report.errors[:5]
+        assert _one_generation(path) == 5
