@@ -89,7 +89,7 @@ def build_pyramid(target: Any, *, factors: Any, chunk_scale_factors: Any = None,
         capabilities: list[str] = [
             c for c in root.attributes["zarr_vectors"].get("format_capabilities", [])
             if c not in PYRAMID_CAPABILITIES]
-        for i, (coarsen, sparsity, scale) in enumerate(steps):
+        for coarsen, sparsity, scale in steps:
             coarse, spec = _coarsen(t, root, source, coarsen, sparsity, scale,
                                     sparsity_seed, items)
             bins.append(coarse.bin_shape)
