@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError, MetadataError, UnsupportedOperationError, VectorDataError
-from . import links
+from . import links, skeletons
 from .cells import CellArray, compressor_codecs
 from .grid import parse_chunk_name
 from .level import Level
@@ -73,26 +73,28 @@ def write_graph(target: Any, positions: Any, edges: Any, *, chunk_shape: Any,
                 shard_shape: Any = None, path: str | None = None, axes: Any = None,
                 backend: Any = None) -> dict[str, Any]:
     """Write a graph: node ``positions`` ``(N, D)``, ``edges`` ``(M, 2)`` (node indices,
-    direction kept), optional ``object_ids`` ``(N,)``. Returns ``node_count``,
+    direction kept), optional ``object_ids`` ``(N,)``. ``kind="skeleton"``: the edges
+    are ``[child, parent]`` of one tree per object, stored as :mod:`.skeletons`
+    describes (nodes renumbered depth first). Returns ``node_count``,
     ``edge_count``, ``chunk_count``, ``intra_edge_count``, ``cross_edge_count``,
     ``object_count`` and ``kind``."""
-    if kind != "graph":
-        raise UnsupportedOperationError("only kind='graph' is supported yet (skeletons "
-                                        "are not)", field="kind")
+    if kind not in ("graph", "skeleton"):
+        raise VectorDataError(f"kind must be 'graph' or 'skeleton', got {kind!r}",
+                              field="kind")
     if link_attributes or fragment_attributes is not None:
         raise UnsupportedOperationError("link_attributes and fragment_attributes are not "
                                         "supported yet")
     pos = check_positions(positions, dtype)
     pairs = _check_links(edges, len(pos), "edges", min_width=2, max_width=2)
     summary = _write_linked(target, path, pos, pairs, object_ids, vertex_attributes,
-                            object_attributes, geometry_type="graph",
+                            object_attributes, geometry_type=kind,
                             chunk_shape=chunk_shape, bin_shape=bin_shape, bounds=bounds,
                             out_of_bounds=out_of_bounds, chunk_by_attribute=chunk_by_attribute,
                             compressor=compressor, shard_shape=shard_shape, axes=axes)
     return {"node_count": int(len(pos)), "edge_count": int(len(pairs)),
             "chunk_count": summary["chunk_count"], "intra_edge_count": summary["intra"],
-            "cross_edge_count": int(len(pairs)) - summary["intra"],
-            "object_count": summary["objects"], "kind": kind}
+            "cross_edge_count": summary["cross"], "object_count": summary["objects"],
+            "kind": kind}
 
 
 def _check_links(records: Any, n_vertices: int, field: str, min_width: int,
@@ -126,12 +128,19 @@ def _write_linked(target: Any, path: str | None, pos: np.ndarray, records: np.nd
                               f"dangling: use 'raise' or 'expand'", field="out_of_bounds")
     n = len(pos)
     ids = np.zeros(n, dtype=np.int64) if object_ids is None else check_ids(object_ids, n)
+    tree = geometry_type == "skeleton"
+    if tree:
+        pos, records, ids, vertex_attributes = skeletons.reorder(pos, records, ids,
+                                                                 vertex_attributes)
+        skeletons.check_one_root_per_object(records, ids)
     columns = prepare(vertex_attributes, n)
     with opened(target, path, write=True) as t:
         writer = DatasetWriter(t, pos.shape[1], axes=axes)
         layout = writer.layout(pos, chunk_shape=chunk_shape, bin_shape=bin_shape,
                                bounds=bounds, out_of_bounds=out_of_bounds,
-                               geometry_type=geometry_type, links_convention="explicit")
+                               geometry_type=geometry_type,
+                               links_convention="implicit_sequential_with_branches"
+                               if tree else "explicit")
         level = writer.level(0, layout, compressor=compressor, shard_shape=shard_shape)
         level.object_compression = compressor_codecs(compressor)
         cells, parts = object_cells(layout, pos, ids)
@@ -144,14 +153,29 @@ def _write_linked(target: Any, path: str | None, pos: np.ndarray, records: np.nd
         per = np.diff(cells.bounds)
         chunk_of[cells.order] = np.repeat(np.arange(len(per)), per)
         local[cells.order] = np.arange(n) - np.repeat(cells.bounds[:-1], per)
-        link_chunks = cells.chunks[chunk_of[records]] if len(records) else np.zeros(
+        keep = np.ones(len(records), dtype=bool)
+        if tree:   # only the edges a reader cannot imply
+            read_index = np.empty(n, dtype=np.int64)
+            read_index[cells.order] = np.arange(n)
+            starts = np.zeros(n, dtype=bool)
+            sorted_ids = ids[cells.order]
+            first = np.ones(n, dtype=bool)
+            first[1:] = (sorted_ids[1:] != sorted_ids[:-1]) | (local[cells.order][1:] == 0)
+            starts[cells.order[first]] = True
+            keep = skeletons.stored_edges(records, read_index, starts)
+        kept = records[keep]
+        link_chunks = cells.chunks[chunk_of[kept]] if len(kept) else np.zeros(
             (0, records.shape[1], pos.shape[1]), dtype=np.int64)
-        level.add_links(link_chunks, local[records], with_intra=True)
+        level.add_links(link_chunks, local[kept], with_intra=True)
         level.add_object_attributes(object_attributes, len(row_ids))
         writer.commit([level])
-    intra = int(np.all(chunk_of[records] == chunk_of[records][:, :1], axis=1).sum()) if \
-        len(records) else 0
-    return {"chunk_count": len(cells.chunks), "intra": intra, "objects": len(row_ids)}
+    if len(records):
+        same = np.all(chunk_of[records] == chunk_of[records][:, :1], axis=1)
+        intra, cross = int((same & keep).sum()), int((~same).sum())
+    else:
+        intra = cross = 0
+    return {"chunk_count": len(cells.chunks), "intra": intra, "cross": cross,
+            "objects": len(row_ids)}
 
 
 def read_mesh(target: Any, *, level: int = 0, bbox: Any = None, object_ids: Any = None,
@@ -172,8 +196,9 @@ def read_graph(target: Any, *, level: int = 0, object_ids: Any = None, bbox: Any
                group_ids: Any = None, path: str | None = None,
                backend: Any = None) -> dict[str, Any]:
     """The graph of one level, or of the chunks, objects, groups and box asked for
-    (module docstring). Returns ``positions``, ``edges`` (direction as written),
-    ``node_count`` and ``edge_count``."""
+    (module docstring). Returns ``positions``, ``edges`` (direction as written; for a
+    skeleton ``[child, parent]`` of every node with a parent, implied ones included, by
+    child), ``node_count`` and ``edge_count``."""
     pos, edges = _read_linked(target, path, level, bbox, object_ids, group_ids, chunks,
                               attribute_filter, min_width=2, max_width=2)
     return {"positions": pos, "edges": edges, "node_count": int(len(pos)),
@@ -195,11 +220,15 @@ def _read_linked(target: Any, path: str | None, level: int, bbox: Any, object_id
                            else [lv.vertices], chunk_list)
         verts = {c: lv.vertex_rows(p, lv.vertices.path) for c, p in zip(chunk_list,
                                                                         fetched[0])}
+        tree = max_width == 2 and lv.root.attributes["zarr_vectors"].get(
+            "links_convention") == "implicit_sequential_with_branches"
+        index = {}
+        if tree or object_ids is not None or group_ids is not None:
+            index = {c: lv.fragment_index(p, len(verts[c]), lv.fragments.path)
+                     for c, p in zip(chunk_list, fetched[1])}
         if object_ids is None and group_ids is None:
             pieces = [(c, np.arange(len(verts[c]))) for c in chunk_list]
         else:
-            index = {c: lv.fragment_index(p, len(verts[c]), lv.fragments.path)
-                     for c, p in zip(chunk_list, fetched[1])}
             pieces = _object_pieces(lv, object_selection(lv, object_ids, group_ids),
                                     verts, index)
         # output number of every (chunk, row) taken
@@ -216,6 +245,11 @@ def _read_linked(target: Any, path: str | None, level: int, bbox: Any, object_id
                                 f"{'graph' if max_width == 2 else 'mesh'}",
                                 key=t.key(f"{lv.path}/links/0"), field="link_width")
         faces = _renumber(records, number, lv, width or min_width)
+        if tree:   # (the edges that were not stored are implied by the reading order)
+            parent = skeletons.implied_parents(len(pos), _fragment_starts(pieces, index),
+                                               faces)
+            child = np.flatnonzero(parent >= 0)
+            faces = np.stack([child, parent[child]], axis=1)
         if box is not None:
             keep = box.contains(pos)
             renum = np.full(len(pos), -1, dtype=np.int64)
@@ -225,6 +259,19 @@ def _read_linked(target: Any, path: str | None, level: int, bbox: Any, object_id
                 faces = renum[faces]
                 faces = faces[np.all(faces >= 0, axis=1)]
         return pos, faces
+
+
+def _fragment_starts(pieces: list, index: dict) -> np.ndarray:
+    """Where, in the output, a fragment with rows begins: a skeleton's reader takes no
+    parent from the row before those."""
+    starts = []
+    at = 0
+    for c, take in pieces:
+        firsts = {int(index[c].rows(f)[0]) for f in range(index[c].count)
+                  if len(index[c].rows(f))}
+        starts += [at + k for k, row in enumerate(take.tolist()) if row in firsts]
+        at += len(take)
+    return np.asarray(starts, dtype=np.int64)
 
 
 def _object_pieces(lv: Level, wanted: np.ndarray, verts: dict, index: dict) -> list:

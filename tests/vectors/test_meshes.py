@@ -727,13 +727,14 @@ BAD_GRAPHS = {
     "NaN position": dict(positions=np.array([[0, 0, np.nan], [1, 1, 1], [2, 2, 2],
                                              [3, 3, 3]])),
     "out_of_bounds ignore": dict(out_of_bounds="ignore"),
-    "skeleton": dict(kind="skeleton"),
+    "skeleton of two trees in one object": dict(kind="skeleton",
+                                                edges=np.array([[1, 0], [3, 2]])),
     "unknown kind": dict(kind="tree-ish"),
     "link attributes": dict(link_attributes={"w": np.arange(3.0)}),
     "object ids of the wrong length": dict(object_ids=[0, 1, 2]),
 }
 
-UNSUPPORTED = {"draco encoding", "skeleton", "link attributes"}
+UNSUPPORTED = {"draco encoding", "link attributes"}
 
 
 @pytest.mark.parametrize("case", sorted(BAD_MESHES))
