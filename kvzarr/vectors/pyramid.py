@@ -15,11 +15,12 @@ Level ``i + 1`` is built from level ``i`` for each ``(coarsen_factor, sparsity_f
    level ``i``'s chunks), one fragment each, in metavertex order; an object's manifest
    is its vertices' metavertices with consecutive repeats dropped.
 4. Object attributes are copied for the kept objects; the others hold the absent fill.
-5. With ``cross_level_storage`` "explicit" (or "implicit", ``+1`` only) each vertex of
+5. With ``cross_level_storage`` "explicit" (or "implicit", ``+d`` only) each vertex of
    level ``i`` is linked to its metavertex: ``links/+1`` at level ``i`` holds
    ``[row, metavertex row]`` in the cell of the vertex's chunk, ``links/-1`` at level
    ``i + 1`` the mirror, in the metavertex's chunk; offsets are taken from the source
-   chunk re-anchored to the other level's grid.
+   chunk re-anchored to the other level's grid. ``cross_level_depth`` d > 1 (-1: every
+   level) adds ``+k`` / ``-k`` families for k <= d, composed from the adjacent ones.
 
 The whole pyramid is one transaction, after the levels above 0 that were there are
 erased (they were built from an older level 0, or are being rebuilt).
@@ -89,6 +90,8 @@ def build_pyramid(target: Any, *, factors: Any, chunk_scale_factors: Any = None,
         capabilities: list[str] = [
             c for c in root.attributes["zarr_vectors"].get("format_capabilities", [])
             if c not in PYRAMID_CAPABILITIES]
+        levels = [source]
+        parents: list[np.ndarray | None] = []
         for coarsen, sparsity, scale in steps:
             coarse, spec = _coarsen(t, root, source, coarsen, sparsity, scale,
                                     sparsity_seed, items)
@@ -97,13 +100,19 @@ def build_pyramid(target: Any, *, factors: Any, chunk_scale_factors: Any = None,
                     ["shared_fragments"] if spec["vertex_count"] else []):
                 if cap not in capabilities:
                     capabilities.append(cap)
+            parents.append(_parents(source, coarse) if spec["vertex_count"] else None)
             if cross_level_storage != "none" and spec["vertex_count"]:
-                _cross_level(t, root, source, coarse, items, cross_level_storage)
+                _link_levels(t, root, source, coarse, parents[-1], cross_level_storage,
+                             items)
             specs.append(spec)
+            levels.append(coarse)
             source = coarse
-        if cross_level_storage != "none" and cross_level_depth != 0 and len(bins) > 1 \
-                and "multiscale_links" not in capabilities:
-            capabilities.append("multiscale_links")
+        if cross_level_storage != "none" and cross_level_depth != 0 and len(bins) > 1:
+            if "multiscale_links" not in capabilities:
+                capabilities.append("multiscale_links")
+            deepest = len(levels) - 1 if cross_level_depth == -1 else cross_level_depth
+            _compose_links(t, root, levels, parents, deepest, cross_level_storage, items)
+        items = list(dict(items).items())    # (a group document put twice: once)
         attrs = dict(root_doc["attributes"])
         zv = dict(attrs["zarr_vectors"], format_capabilities=capabilities,
                   cross_level_depth=int(cross_level_depth),
@@ -136,10 +145,6 @@ def _check_arguments(factors, chunk_scale_factors, strategy, depth, storage, met
     if not isinstance(depth, int) or depth < -1:
         raise VectorDataError(f"cross_level_depth must be an integer >= -1, got {depth!r}",
                               field="cross_level_depth")
-    if depth not in (0, 1) and storage != "none":
-        raise UnsupportedOperationError("links across more than one level "
-                                        "(cross_level_depth beyond 1) are not written yet",
-                                        field="cross_level_depth")
     if options:
         raise UnsupportedOperationError("options are for registered coarsening methods",
                                         field="options")
@@ -396,40 +401,76 @@ def _write_level(t: Target, root: Any, lv: LevelData, src: LevelData, kept: np.n
         items += dense.encode(t, f"{path}/object_attributes/{name}", doc, out)
 
 
-def _cross_level(t: Target, root: Any, fine: LevelData, coarse: LevelData, items: list,
-                 storage: str) -> None:
-    """``links/+1`` at the fine level and, when explicit, ``links/-1`` at the coarse one."""
+def _row_table(lv: LevelData) -> tuple[np.ndarray, np.ndarray]:
+    """The chunk and row of each vertex of ``lv`` in its reading order (chunks
+    ascending, rows in order): the global numbering cross-level links compose over."""
+    ndim = len(lv.chunk_shape)
+    if not lv.chunks:
+        return np.zeros((0, ndim), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    counts = [len(lv.rows[c]) for c in lv.chunks]
+    chunks = np.repeat(np.asarray(lv.chunks, dtype=np.int64).reshape(-1, ndim), counts,
+                       axis=0)
+    rows = np.concatenate([np.arange(n, dtype=np.int64) for n in counts])
+    return chunks, rows
+
+
+def _parents(fine: LevelData, coarse: LevelData) -> np.ndarray:
+    """The coarse vertex (global number) of each fine vertex, -1 for none. A
+    metavertex, the mean of its bin's vertices, lies in that bin: each fine vertex finds
+    its metavertex by its bin among those the coarse level holds."""
     binw = np.asarray(coarse.bin_shape, dtype=np.float64)
-    # a metavertex, the mean of its bin's vertices, lies in that bin: each fine row
-    # finds its metavertex by its bin among those the coarse level holds
-    bins: dict[tuple[int, ...], tuple[tuple[int, ...], int]] = {}
+    bins: dict[tuple[int, ...], int] = {}
+    at = 0
     for c in coarse.chunks:
         keys = np.floor(coarse.rows[c].astype(np.float32) / binw).astype(np.int64)
         for r, key in enumerate(map(tuple, keys.tolist())):
-            bins.setdefault(key, (c, r))
-    fine_c, fine_r, coarse_c, coarse_r = [], [], [], []
+            bins.setdefault(key, at + r)
+        at += len(keys)
+    parent = []
     for c in fine.chunks:
         keys = np.floor(fine.rows[c].astype(np.float32) / binw).astype(np.int64)
-        for r, key in enumerate(map(tuple, keys.tolist())):
-            hit = bins.get(key)
-            if hit is not None:
-                fine_c.append(c)
-                fine_r.append(r)
-                coarse_c.append(hit[0])
-                coarse_r.append(hit[1])
-    if not fine_r:
+        parent += [bins.get(key, -1) for key in map(tuple, keys.tolist())]
+    return np.asarray(parent, dtype=np.int64)
+
+
+def _link_levels(t: Target, root: Any, fine: LevelData, coarse: LevelData,
+                 parent: np.ndarray, storage: str, items: list) -> None:
+    """``links/+d`` at the fine level (d levels apart) and, when explicit, ``links/-d``
+    at the coarse one, for every fine vertex with a coarse vertex ``parent``."""
+    delta = coarse.index - fine.index
+    has = parent >= 0
+    if not has.any():
         return
-    fine_c = np.asarray(fine_c, dtype=np.int64)
-    coarse_c = np.asarray(coarse_c, dtype=np.int64)
-    fine_r = np.asarray(fine_r, dtype=np.int64)
-    coarse_r = np.asarray(coarse_r, dtype=np.int64)
+    fine_c, fine_r = (a[has] for a in _row_table(fine))
+    coarse_chunks, coarse_rows = _row_table(coarse)
+    coarse_c, coarse_r = coarse_chunks[parent[has]], coarse_rows[parent[has]]
     root_chunk = np.asarray(root.chunk_shape, dtype=np.float64)
     r_fine = np.round(np.asarray(fine.chunk_shape) / root_chunk).astype(np.int64)
     r_coarse = np.round(np.asarray(coarse.chunk_shape) / root_chunk).astype(np.int64)
-    _directed(t, fine, +1, fine_c, fine_r, coarse_c, coarse_r, r_fine, r_coarse, items)
+    _directed(t, fine, delta, fine_c, fine_r, coarse_c, coarse_r, r_fine, r_coarse, items)
     if storage == "explicit":
-        _directed(t, coarse, -1, coarse_c, coarse_r, fine_c, fine_r, r_coarse, r_fine,
+        _directed(t, coarse, -delta, coarse_c, coarse_r, fine_c, fine_r, r_coarse, r_fine,
                   items)
+
+
+def _compose_links(t: Target, root: Any, levels: list[LevelData],
+                   parents: list[np.ndarray | None], deepest: int, storage: str,
+                   items: list) -> None:
+    """``links/+d`` / ``-d`` for 2 <= d <= ``deepest``: each vertex's coarse vertex d
+    levels up, composed from the adjacent levels' links."""
+    for fine in range(len(levels) - 1):
+        if parents[fine] is None:
+            continue
+        parent = parents[fine].copy()
+        for step in range(2, deepest + 1):
+            coarse = fine + step
+            if coarse >= len(levels) or parents[coarse - 1] is None:
+                break
+            valid = parent >= 0
+            parent[valid] = parents[coarse - 1][parent[valid]]
+            if not np.any(parent >= 0):
+                break
+            _link_levels(t, root, levels[fine], levels[coarse], parent, storage, items)
 
 
 def _directed(t: Target, lv: LevelData, delta: int, src_c: np.ndarray, src_r: np.ndarray,

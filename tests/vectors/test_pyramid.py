@@ -812,12 +812,11 @@ BAD_PYRAMIDS = {
     "unknown cross_level_storage": dict(factors=[(2, 1)], cross_level_storage="both"),
     "cross_level_depth below -1": dict(factors=[(2, 1)], cross_level_depth=-2),
     "cross_level_depth text": dict(factors=[(2, 1)], cross_level_depth="1"),
-    "cross_level_depth 2": dict(factors=[(2, 1), (2, 1)], cross_level_depth=2),
     "unknown method": dict(factors=[(2, 1)], method="fancy"),
     "unknown sparsity strategy": dict(factors=[(2, 2)], sparsity_strategy="coverage"),
     "options": dict(factors=[(2, 1)], options={"a": 1}),
 }
-UNSUPPORTED = {"cross_level_depth 2", "unknown method", "unknown sparsity strategy",
+UNSUPPORTED = {"unknown method", "unknown sparsity strategy",
                "options"}
 
 
@@ -894,3 +893,63 @@ def test_pyramid_on_a_mesh_keeps_its_faces(tmp_path: Path) -> None:
     cloud = Cloud(POS, [200.0] * 3, [50.0] * 3, object_ids=np.zeros(5, np.int64),
                   factors=[(4, 1)])
     assert_answer(read_points(store, level=1), Truth(cloud).answer(1), "mesh level 1")
+
+
+def _cross_links(root: Path, level: int, delta: int) -> set[tuple]:
+    """Every record of ``<level>/links/<delta>/*`` as ((fine chunk, row), (coarse chunk,
+    row)), decoded from the files: the vlen frame, one block of int64 row pairs, the
+    offsets from the array's document (chunk scales of 1)."""
+    out = set()
+    family = root / str(level) / "links" / f"{delta:+d}"
+    for array in sorted(p for p in family.iterdir() if p.is_dir()):
+        doc = json.loads((array / "zarr.json").read_text())
+        offset = np.asarray(doc["attributes"]["offsets"][0])
+        origin = np.asarray(doc["attributes"].get("chunk_grid_origin", [0] * len(offset)))
+        for cell in (array / "c").rglob("*"):
+            if cell.is_dir():
+                continue
+            chunk = np.asarray([int(v) for v in cell.relative_to(array / "c").parts]) + origin
+            data = cell.read_bytes()[8:]
+            k = int.from_bytes(data[:8], "little")
+            rows = np.frombuffer(data[8 + 8 * k:], "<i8").reshape(-1, 2)
+            for src, trg in rows.tolist():
+                ends = ((tuple(chunk.tolist()), src), (tuple((chunk + offset).tolist()), trg))
+                out.add(ends if delta > 0 else ends[::-1])
+    return out
+
+
+@pytest.mark.parametrize("depth, storage", [(2, "explicit"), (-1, "explicit"),
+                                            (3, "implicit")])
+def test_links_across_several_levels(depth: int, storage: str, tmp_path: Path) -> None:
+    """cross_level_depth beyond 1: the same bytes as zarr-vectors, and every +d record
+    is the composition of the +1 records on the way up (the -d family its mirror)."""
+    rng = np.random.default_rng(11)
+    pos = rng.uniform(0, 400, (500, 3))
+    ids = rng.integers(0, 12, 500)
+    factors = [(2, 1), (2, 2), (2, 1)]
+    dirs = {}
+    for who, write, build in (("ours", write_points, build_pyramid),
+                              ("theirs", zv_points.write_points, zv_coarsen.build_pyramid)):
+        dirs[who] = tmp_path / f"{who}.zarr"
+        write(str(dirs[who]), pos, chunk_shape=(100,) * 3, bin_shape=(25,) * 3,
+              object_ids=ids)
+        build(str(dirs[who]), factors=factors, sparsity_seed=3, cross_level_depth=depth,
+              cross_level_storage=storage)
+    assert_same_tree(dirs["ours"], dirs["theirs"], f"depth {depth} {storage}")
+    deepest = len(factors) if depth == -1 else depth
+    up = {lv: dict(_cross_links(dirs["ours"], lv, 1)) for lv in range(len(factors))}
+    for fine in range(len(factors)):
+        for d in range(2, deepest + 1):
+            if fine + d > len(factors):
+                continue
+            composed = set()
+            for start, parent in up[fine].items():
+                for lv in range(fine + 1, fine + d):
+                    parent = up[lv].get(parent)
+                    if parent is None:
+                        break
+                if parent is not None:
+                    composed.add((start, parent))
+            assert _cross_links(dirs["ours"], fine, d) == composed
+            if storage == "explicit":
+                assert _cross_links(dirs["ours"], fine + d, -d) == composed
