@@ -28,7 +28,7 @@ from .cells import CellArray, compressor_codecs
 from .grid import parse_chunk_name
 from .level import Level
 from .objects import check_ids
-from .query import Box, chunk_filter, object_selection
+from .query import Box, chunk_filter, object_selection, refuse_attribute_filter
 from .sorting import object_cells
 from .target import opened
 from .vertex_attributes import prepare
@@ -208,9 +208,7 @@ def read_graph(target: Any, *, level: int = 0, object_ids: Any = None, bbox: Any
 def _read_linked(target: Any, path: str | None, level: int, bbox: Any, object_ids: Any,
                  group_ids: Any, chunks: Any, attribute_filter: Any, *, min_width: int,
                  max_width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    if attribute_filter:
-        raise UnsupportedOperationError("attribute_filter needs a level chunked by an "
-                                        "attribute, which is not supported yet")
+    refuse_attribute_filter(attribute_filter)
     with opened(target, path, write=False) as t:
         lv = Level(t, level)
         box = Box.parse(bbox, lv.ndim)
@@ -308,11 +306,8 @@ def _records(lv: Level, selected: set
     if not isinstance(width, int) or width < 2:
         raise MetadataError("a links family needs an integer link_width >= 2",
                             key=t.key(f"{lv.path}/links/0/zarr.json"), field="link_width")
-    prefix = t.key(f"{lv.path}/links/0/")
-    names = sorted({k[len(prefix):].split("/", 1)[0] for k in t.store.list_prefix(prefix)
-                    if k.endswith("/zarr.json") and k[len(prefix):].count("/") == 1})
     out = []
-    for name in names:
+    for name in t.child_nodes(f"{lv.path}/links/0"):
         doc = t.require_json(f"{lv.path}/links/0/{name}/zarr.json")
         cells = CellArray(t.key(f"{lv.path}/links/0/{name}"), doc)
         attrs = cells.meta.attributes

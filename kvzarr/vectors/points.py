@@ -19,7 +19,8 @@ import numpy as np
 from ..errors import CodecError, MetadataError, UnsupportedOperationError, VectorDataError
 from .level import Level
 from .objects import check_ids
-from .query import Box, chunk_filter, object_selection, with_attributes
+from .query import (Box, chunk_filter, object_selection, refuse_attribute_filter,
+                    with_attributes)
 from .sorting import binned_cells, object_cells
 from .target import opened
 from .writer import DatasetWriter, check_positions
@@ -112,10 +113,7 @@ def read_points(target: Any, *, level: int = 0, bbox: Any = None, object_ids: An
 
     Returns ``positions`` (M, D), ``vertex_attributes`` {name: rows} and
     ``vertex_count``; an object or group query adds ``object_ids`` (M,)."""
-    if attribute_filter:
-        raise UnsupportedOperationError("attribute_filter needs a level chunked by an "
-                                        "attribute, which is not supported yet",
-                                        field="attribute_filter")
+    refuse_attribute_filter(attribute_filter)
     with opened(target, path, write=False) as t:
         lv = Level(t, level)
         box = Box.parse(bbox, lv.ndim)

@@ -30,7 +30,8 @@ from .cells import compressor_codecs
 from .fragments import ranges_to_rows
 from .level import Level
 from .objects import ObjectParts
-from .query import Box, chunk_filter, object_selection, with_attributes
+from .query import (Box, chunk_filter, object_selection, refuse_attribute_filter,
+                    with_attributes)
 from .sorting import Cells, cell_numbers
 from .target import opened
 from .vertex_attributes import Column, prepare
@@ -247,9 +248,7 @@ def read_polylines(target: Any, *, level: int = 0, object_ids: Any = None,
     arrays, in order), ``object_ids`` (one per output polyline), ``vertex_attributes``
     (the rows of every returned vertex, in order: every attribute the level has unless
     ``attribute_names`` lists some), ``ndim``, ``polyline_count`` and ``vertex_count``."""
-    if attribute_filter:
-        raise UnsupportedOperationError("attribute_filter needs a level chunked by an "
-                                        "attribute, which is not supported yet")
+    refuse_attribute_filter(attribute_filter)
     with opened(target, path, write=False) as t:
         lv = Level(t, level)
         box = Box.parse(bbox, lv.ndim)
@@ -257,7 +256,7 @@ def read_polylines(target: Any, *, level: int = 0, object_ids: Any = None,
             raise MetadataError("the level has no object index: it holds no polylines",
                                 key=t.key(f"{lv.path}/object_index"))
         if attribute_names is None:
-            attribute_names = _attribute_names(t, lv)
+            attribute_names = t.child_nodes(f"{lv.path}/vertex_attributes")
         attrs = [lv.attribute(name) for name in attribute_names]
         if object_ids is None and group_ids is None:
             wanted = lv.objects.row_ids
@@ -266,16 +265,6 @@ def read_polylines(target: Any, *, level: int = 0, object_ids: Any = None,
         allowed = None if chunks is None else {
             tuple(int(v) for v in c) for c in chunk_filter(lv, None, chunks)}
         return _read(lv, wanted, allowed, box, attribute_names, attrs)
-
-
-def _attribute_names(t: Any, lv: Level) -> list[str]:
-    prefix = t.key(f"{lv.path}/vertex_attributes/")
-    names = set()
-    for key in t.store.list_prefix(prefix):
-        rest = key[len(prefix):]
-        if rest.count("/") == 1 and rest.endswith("/zarr.json"):
-            names.add(rest.split("/", 1)[0])
-    return sorted(names)
 
 
 def _read(lv: Level, wanted: np.ndarray, allowed: set | None, box: Box | None,

@@ -189,9 +189,7 @@ def _erase_links_up(t: Target) -> None:
     """Level 0's links to the old level 1, and its links group if nothing else is in it
     (a mesh's own links/0 stays)."""
     t.store.erase_prefix(t.key("0/links/+1/"))
-    others = [k for k in t.store.list_prefix(t.key("0/links/"))
-              if k != t.key("0/links/zarr.json")]
-    if not others:
+    if not any(n != "zarr.json" for n in t.store.list_dir(t.key("0/links/"))):
         t.store.erase_values([t.key("0/links/zarr.json")])
 
 
@@ -220,12 +218,8 @@ def _read_level0(t: Target, root: Any) -> LevelData:
         for r in objects.all_rows():
             mc, mf = objects.manifest(r)
             manifests.append([(tuple(c), int(f)) for c, f in zip(mc.tolist(), mf.tolist())])
-        prefix = t.key("0/object_attributes/")
-        for key in t.store.list_prefix(prefix):
-            rest = key[len(prefix):]
-            if rest.count("/") == 1 and rest.endswith("/zarr.json"):
-                name = rest.split("/", 1)[0]
-                attributes[name] = dense.read(t, f"0/object_attributes/{name}")
+        for name in t.child_nodes("0/object_attributes"):
+            attributes[name] = dense.read(t, f"0/object_attributes/{name}")
     else:
         ids = None
         manifests = [[(c, f) for c in chunks for f in range(len(frags[c]))]]

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import VectorDataError
+from ..errors import UnsupportedOperationError, VectorDataError
 from .objects import group_members
 
 
@@ -119,6 +119,15 @@ def _int_list(values: Any, field: str) -> np.ndarray:
     if arr.dtype.kind not in "iu" or arr.ndim != 1:
         raise VectorDataError(f"{field} must be a list of integers", field=field)
     return arr.astype(np.int64)
+
+
+def refuse_attribute_filter(attribute_filter: Any) -> None:
+    """``attribute_filter`` selects among the leading chunk axis of a level chunked by
+    an attribute (``chunk_by_attribute``), which kvzarr does not read yet."""
+    if attribute_filter:
+        raise UnsupportedOperationError("attribute_filter needs a level chunked by an "
+                                        "attribute, which is not supported yet",
+                                        field="attribute_filter")
 
 
 def with_attributes(names: list[str], attrs: list, parts: list[list[np.ndarray]]

@@ -44,6 +44,15 @@ class Target:
                                     key=self.key(relative))
         return doc
 
+    def child_nodes(self, relative: str) -> list[str]:
+        """The names of the nodes directly below ``relative`` (those with a
+        ``zarr.json``), ascending: one listing of the direct children, not of every key
+        below them (an array's cells)."""
+        prefix = self.key(f"{relative}/")
+        names = [n[:-1] for n in self.store.list_dir(prefix) if n.endswith("/")]
+        held = self.store.exists_many([f"{prefix}{n}/zarr.json" for n in names])
+        return [n for n, ok in zip(names, held) if ok]
+
     def put_json(self, items: list[tuple[str, bytes]], relative: str,
                  doc: dict[str, Any]) -> None:
         items.append((self.key(relative), encode_json(doc)))
