@@ -14,12 +14,12 @@ import kvzarr
 from kvzarr import errors
 from kvzarr.vectors import read_points, write_points
 
+from .test_points_interop import snapshot
+
 POS = np.array([[10, 10, 10], [60, 10, 10], [210, 10, 10], [250, 260, 10]], dtype=float)
 GOOD = dict(chunk_shape=(200,) * 3, bin_shape=(50,) * 3)
 
 
-def _snapshot(store):
-    return {k: store.get(k) for k in sorted(store.list())}
 
 
 @pytest.fixture(params=["memory", "lmdb", "sqlite", "zip", "dir"])
@@ -77,13 +77,13 @@ BAD_WRITES = {
 def test_bad_write_raises_and_changes_nothing(store, case):
     args = {**GOOD, **BAD_WRITES[case]}
     positions = args.pop("positions", POS)
-    before = _snapshot(store)
+    before = snapshot(store)
     with pytest.raises(errors.KvzarrError) as info:
         write_points(store, positions, **args)
     assert isinstance(info.value, (errors.VectorDataError, errors.MetadataError,
                                    errors.UnsupportedOperationError))
     assert str(info.value)
-    assert _snapshot(store) == before
+    assert snapshot(store) == before
 
 
 BAD_READS = {

@@ -44,7 +44,7 @@ from kvzarr import errors
 from kvzarr.vectors import (read_graph, read_mesh, read_points, write_graph, write_mesh,
                             write_points)
 
-from .test_points_interop import assert_same_tree, copy_directory
+from .test_points_interop import assert_same_tree, copy_directory, golden_npz, snapshot
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:The data type \\(VariableLengthBytes\\(\\)\\) does not have a Zarr V3")
@@ -78,12 +78,7 @@ class Linked:
 
     @classmethod
     def load(cls, name: str) -> "Linked":
-        with np.load(GOLDEN / f"{name}.npz") as npz:
-            data = {k: npz[k] for k in npz.files}
-        spec = json.loads(str(data.pop("spec")))
-
-        def prefixed(prefix: str) -> dict[str, np.ndarray]:
-            return {k[len(prefix):]: v for k, v in data.items() if k.startswith(prefix)}
+        data, spec, prefixed = golden_npz(GOLDEN / f"{name}.npz")
 
         options = {k: spec[k] for k in ("compressor", "shard_shape") if spec.get(k)}
         return cls(spec["kind"], data["vertices"], data["records"], spec["chunk_shape"],
@@ -672,8 +667,6 @@ EDGES = np.array([[0, 1], [2, 3], [3, 0]])
 GOOD = dict(chunk_shape=(200,) * 3)
 
 
-def _snapshot(store: Any) -> dict[str, bytes]:
-    return {k: store.get(k) for k in sorted(store.list())}
 
 
 @pytest.fixture(params=["memory", "lmdb", "dir"])
@@ -742,7 +735,7 @@ def test_bad_mesh_raises_and_changes_nothing(store: Any, case: str) -> None:
     args = {**GOOD, **BAD_MESHES[case]}
     vertices = args.pop("vertices", POS)
     faces = args.pop("faces", FACES)
-    before = _snapshot(store)
+    before = snapshot(store)
     with pytest.raises(errors.KvzarrError) as info:
         write_mesh(store, vertices, faces, **args)
     if case in UNSUPPORTED:
@@ -751,7 +744,7 @@ def test_bad_mesh_raises_and_changes_nothing(store: Any, case: str) -> None:
         assert isinstance(info.value, (errors.VectorDataError, errors.MetadataError)), (
             repr(info.value))
     assert str(info.value)
-    assert _snapshot(store) == before
+    assert snapshot(store) == before
 
 
 @pytest.mark.parametrize("case", sorted(BAD_GRAPHS))
@@ -759,7 +752,7 @@ def test_bad_graph_raises_and_changes_nothing(store: Any, case: str) -> None:
     args = {**GOOD, **BAD_GRAPHS[case]}
     positions = args.pop("positions", POS)
     edges = args.pop("edges", EDGES)
-    before = _snapshot(store)
+    before = snapshot(store)
     with pytest.raises(errors.KvzarrError) as info:
         write_graph(store, positions, edges, **args)
     if case in UNSUPPORTED:
@@ -768,7 +761,7 @@ def test_bad_graph_raises_and_changes_nothing(store: Any, case: str) -> None:
         assert isinstance(info.value, (errors.VectorDataError, errors.MetadataError,
                                        errors.UnsupportedOperationError)), repr(info.value)
     assert str(info.value)
-    assert _snapshot(store) == before
+    assert snapshot(store) == before
 
 
 BAD_READS = {

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +57,24 @@ SUFFIX = {"directory": ".zarr", "zip": ".zip", "lmdb": ".lmdb", "sqlite": ".sqli
 # ------------------------------------------------------------------------ inputs
 
 
+def golden_npz(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any],
+                                      Callable[[str], dict[str, np.ndarray]]]:
+    """A golden store's saved inputs: its arrays, the writer's other arguments (the
+    ``spec`` JSON) and a lookup of the arrays saved under a prefix (``va__`` ...)."""
+    with np.load(path) as npz:
+        data = {k: npz[k] for k in npz.files}
+    spec = json.loads(str(data.pop("spec")))
+
+    def prefixed(prefix: str) -> dict[str, np.ndarray]:
+        return {k[len(prefix):]: v for k, v in data.items() if k.startswith(prefix)}
+    return data, spec, prefixed
+
+
+def snapshot(store: Any) -> dict[str, bytes | None]:
+    """Every key and value of a store: a failed write must leave it equal."""
+    return {k: store.get(k) for k in sorted(store.list())}
+
+
 @dataclass
 class Inputs:
     """What a writer was given: positions and the ``write_points`` keywords."""
@@ -73,12 +91,7 @@ class Inputs:
 
     @classmethod
     def load(cls, name: str) -> "Inputs":
-        with np.load(GOLDEN / f"{name}.npz") as npz:
-            data = {k: npz[k] for k in npz.files}
-        spec = json.loads(str(data.pop("spec")))
-
-        def prefixed(prefix: str) -> dict[str, np.ndarray]:
-            return {k[len(prefix):]: v for k, v in data.items() if k.startswith(prefix)}
+        data, spec, prefixed = golden_npz(GOLDEN / f"{name}.npz")
 
         options = {k: spec[k] for k in ("compressor", "shard_shape") if spec.get(k)}
         return cls(positions=data["positions"], chunk_shape=spec["chunk_shape"],

@@ -37,7 +37,6 @@ has an empty manifest, which the format defines as an absent object: no read ret
 
 from __future__ import annotations
 
-import json
 import math
 import tempfile
 from dataclasses import dataclass, field
@@ -59,7 +58,9 @@ from .test_points_interop import (
     assert_same_tree,
     backend,
     copy_directory,
+    golden_npz,
     reference_source,
+    snapshot,
 )
 
 pytestmark = pytest.mark.filterwarnings(
@@ -97,12 +98,7 @@ class Lines:
 
     @classmethod
     def load(cls, name: str) -> "Lines":
-        with np.load(GOLDEN / f"{name}.npz") as npz:
-            data = {k: npz[k] for k in npz.files}
-        spec = json.loads(str(data.pop("spec")))
-
-        def prefixed(prefix: str) -> dict[str, np.ndarray]:
-            return {k[len(prefix):]: v for k, v in data.items() if k.startswith(prefix)}
+        data, spec, prefixed = golden_npz(GOLDEN / f"{name}.npz")
 
         options = {k: spec[k] for k in ("bin_shape", "compressor", "shard_shape",
                                         "geometry_type") if spec.get(k)}
@@ -797,8 +793,6 @@ def lines_store(request: Any, tmp_path: Path) -> Any:
     st_.close()
 
 
-def _snapshot(store: Any) -> dict[str, bytes]:
-    return {k: store.get(k) for k in sorted(store.list())}
 
 
 BAD_WRITES = {
@@ -837,13 +831,13 @@ BAD_WRITES = {
 def test_bad_write_raises_and_changes_nothing(lines_store: Any, case: str) -> None:
     args = {**GOOD, **BAD_WRITES[case]}
     lines = args.pop("polylines", LINES)
-    before = _snapshot(lines_store)
+    before = snapshot(lines_store)
     with pytest.raises(errors.KvzarrError) as info:
         write_polylines(lines_store, lines, **args)
     assert isinstance(info.value, (errors.VectorDataError, errors.MetadataError,
                                    errors.UnsupportedOperationError))
     assert str(info.value)
-    assert _snapshot(lines_store) == before
+    assert snapshot(lines_store) == before
 
 
 BAD_READS = {
@@ -859,10 +853,10 @@ BAD_READS = {
 
 @pytest.mark.parametrize("case", sorted(BAD_READS))
 def test_bad_read_raises(lines_store: Any, case: str) -> None:
-    before = _snapshot(lines_store)
+    before = snapshot(lines_store)
     with pytest.raises(errors.KvzarrError):
         read_polylines(lines_store, **BAD_READS[case])
-    assert _snapshot(lines_store) == before
+    assert snapshot(lines_store) == before
 
 
 def test_point_cloud_is_not_polylines() -> None:

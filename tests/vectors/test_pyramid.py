@@ -63,6 +63,8 @@ from .test_points_interop import (
     assert_like_reference,
     assert_same_tree,
     copy_directory,
+    golden_npz,
+    snapshot,
 )
 
 pytestmark = pytest.mark.filterwarnings(
@@ -97,9 +99,7 @@ class Cloud:
 
     @classmethod
     def load(cls, name: str) -> "Cloud":
-        with np.load(GOLDEN / f"{name}.npz") as npz:
-            data = {k: npz[k] for k in npz.files}
-        spec = json.loads(str(data.pop("spec")))
+        data, spec, _ = golden_npz(GOLDEN / f"{name}.npz")
         return cls(data["positions"], spec["chunk_shape"], spec.get("bin_shape"),
                    data.get("object_ids"),
                    {k[4:]: v for k, v in data.items() if k.startswith("oa__")},
@@ -767,8 +767,6 @@ POS = np.array([[10, 10, 10], [60, 10, 10], [210, 10, 10], [250, 260, 10], [20, 
                dtype=float)
 
 
-def _snapshot(store: Any) -> dict[str, bytes]:
-    return {k: store.get(k) for k in sorted(store.list())}
 
 
 @pytest.fixture(params=["memory", "lmdb", "dir"])
@@ -824,7 +822,7 @@ UNSUPPORTED = {"unknown method", "unknown sparsity strategy",
 def test_bad_pyramid_raises_and_changes_nothing(store: Any, case: str) -> None:
     """Every argument is known before the store is touched, so even a directory store
     (no transactions) keeps its pyramid."""
-    before = _snapshot(store)
+    before = snapshot(store)
     with pytest.raises(errors.KvzarrError) as info:
         build_pyramid(store, **BAD_PYRAMIDS[case])
     if case in UNSUPPORTED:
@@ -832,7 +830,7 @@ def test_bad_pyramid_raises_and_changes_nothing(store: Any, case: str) -> None:
     else:
         assert isinstance(info.value, errors.VectorDataError), repr(info.value)
     assert str(info.value)
-    assert _snapshot(store) == before
+    assert snapshot(store) == before
 
 
 @pytest.mark.parametrize("what", ["empty store", "plain group", "elsewhere"])
@@ -845,10 +843,10 @@ def test_pyramid_without_a_dataset(tmp_path: Path, what: str) -> None:
         elif what == "elsewhere":
             write_points(st_, POS, chunk_shape=(200,) * 3, path="cloud")
             path = "other"
-        before = _snapshot(st_)
+        before = snapshot(st_)
         with pytest.raises(errors.KvzarrError):
             build_pyramid(st_, factors=[(2, 1)], path=path)
-        assert _snapshot(st_) == before
+        assert snapshot(st_) == before
 
 
 def test_boxes_on_levels_with_bins_wider_than_chunks_warn_nothing() -> None:
