@@ -36,12 +36,12 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError, VectorDataError
 from . import dense, fragments, links
-from .cells import CellArray, array_document
 from .grid import SpatialGrid, chunk_name
 from .layout import parse_root
 from .level import Level
 from .objects import ATTRIBUTE_ROWS, DEFAULT_COMPRESSION, ObjectParts, absent_fill, write_index
 from .target import Target, opened
+from .writer import put_cell_array, put_links_family
 
 STORAGES = ("none", "implicit", "explicit")
 PYRAMID_CAPABILITIES = ("preserved_object_ids", "shared_fragments", "multiscale_links")
@@ -343,9 +343,8 @@ def _write_level(t: Target, root: Any, lv: LevelData, src: LevelData, kept: np.n
              {c: fragments.encode_ranges(np.arange(len(lv.rows[c])),
                                          np.ones(len(lv.rows[c]), np.int64))
               for c in lv.chunks})):
-        doc = array_document(lv.grid, {"nonempty_chunks": names, **tag})
-        t.put_json(items, f"{path}/{name}/zarr.json", doc)
-        items += CellArray(t.key(f"{path}/{name}"), doc).encode(payloads)
+        put_cell_array(t, items, f"{path}/{name}", lv.grid,
+                       {"nonempty_chunks": names, **tag}, payloads)
     present = ["vertices", "object_index"] if has_objects else ["vertices"]
     body: dict[str, Any] = {"level": lv.index, "object_sparsity": 1.0 / sparsity,
                             "vertex_count": int(sum(len(r) for r in lv.rows.values())),
@@ -484,20 +483,12 @@ def _directed(t: Target, lv: LevelData, delta: int, src_c: np.ndarray, src_r: np
         seg = links.offset_name(np.asarray([off]))
         cells.setdefault(seg, {}).setdefault(src, []).append((a, b))
         first.setdefault(seg, off)
-    t.put_json(items, f"{path}/links/zarr.json",
-               {"attributes": {}, "zarr_format": 3, "node_type": "group"})
-    t.put_json(items, f"{path}/links/{name}/zarr.json", {
-        "zarr_format": 3, "node_type": "group", "attributes": {
-            "zv_array": "links_family", "level_delta": delta, "link_width": 2,
-            "directed": True, "store": "canonical", "sid_ndim": src_c.shape[1],
-            "num_links": len(src_r), "num_physical_records": len(src_r)}})
+    put_links_family(t, items, path, delta, 2, src_c.shape[1], directed=True,
+                     count=len(src_r))
     for seg, by_chunk in cells.items():
         attrs = {"nonempty_chunks": sorted(chunk_name(c) for c in by_chunk),
                  "zv_array": "links", "dtype": "int64", "offsets": [first[seg]],
                  "has_perm": False, "link_width": 2, "level_delta": delta}
-        doc = array_document(lv.grid, attrs)
-        rel = f"{path}/links/{name}/{seg}"
-        t.put_json(items, f"{rel}/zarr.json", doc)
-        items += CellArray(t.key(rel), doc).encode(
-            {c: links.encode_cell(np.asarray(rs, dtype=np.int64)) for c, rs in
-             by_chunk.items()})
+        put_cell_array(t, items, f"{path}/links/{name}/{seg}", lv.grid, attrs,
+                       {c: links.encode_cell(np.asarray(rs, dtype=np.int64))
+                        for c, rs in by_chunk.items()})

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import NodeTypeError, VectorDataError
-from ..metadata.v3 import encode_json
+from ..metadata.v3 import encode_json, load_json
 from . import fragments, links, objects
 from .cells import CellArray, array_document
 from .grid import SpatialGrid, check_bins_divide, chunk_name, column_extent
@@ -200,10 +200,8 @@ class DatasetWriter:
             if data is None:
                 items.append((key, encode_json({"attributes": {}, "zarr_format": 3,
                                                 "node_type": "group"})))
-            elif b'"array"' in data and b'"node_type"' in data:
-                from ..metadata.v3 import load_json
-                if load_json(data, key).get("node_type") == "array":
-                    raise NodeTypeError("an ancestor of the dataset is an array", key=key)
+            elif load_json(data, key).get("node_type") == "array":
+                raise NodeTypeError("an ancestor of the dataset is an array", key=key)
         return items
 
 
@@ -229,12 +227,9 @@ class LevelWriter:
 
     def _cell_array(self, name: str, attributes: dict[str, Any], names: list[str],
                     payloads: dict[tuple[int, ...], bytes]) -> None:
-        attrs = {"nonempty_chunks": names, **attributes}
-        doc = array_document(self.layout.grid, attrs, compressor=self.compressor,
-                             shard_shape=self.shard_shape)
-        rel = f"{self.path}/{name}"
-        self.target.put_json(self.items, f"{rel}/zarr.json", doc)
-        self.items += CellArray(self.target.key(rel), doc).encode(payloads)
+        put_cell_array(self.target, self.items, f"{self.path}/{name}", self.layout.grid,
+                       {"nonempty_chunks": names, **attributes}, payloads,
+                       compressor=self.compressor, shard_shape=self.shard_shape)
 
     def add_vertices(self, pos: np.ndarray, cells: Any, columns: list[Column]) -> None:
         """The vertices, fragment index and attribute cells of sorted, cut rows."""
@@ -300,15 +295,8 @@ class LevelWriter:
         ndim = chunks.shape[2]
         if not len(rows) and not with_intra:
             return 0
-        family = f"{self.path}/links/0"
-        self.target.put_json(self.items, f"{self.path}/links/zarr.json",
-                             {"attributes": {}, "zarr_format": 3, "node_type": "group"})
-        policy = {"zv_array": "links_family", "level_delta": 0, "link_width": width,
-                  "directed": False, "store": "canonical", "sid_ndim": ndim}
-        if len(rows):   # (zarr-vectors counts only what it wrote)
-            policy.update(num_links=len(rows), num_physical_records=len(rows))
-        self.target.put_json(self.items, f"{family}/zarr.json", {
-            "zarr_format": 3, "node_type": "group", "attributes": policy})
+        put_links_family(self.target, self.items, self.path, 0, width, ndim,
+                         directed=False, count=len(rows))
         intra = np.all(chunks == chunks[:, :1], axis=(1, 2)) if len(rows) else \
             np.zeros(0, dtype=bool)
         zero = np.zeros((width - 1, ndim), dtype=np.int64)
@@ -352,6 +340,31 @@ class LevelWriter:
         self.target.put_json(self.items, f"{self.path}/zarr.json",
                              {"attributes": attrs, "zarr_format": 3, "node_type": "group"})
         return self.items
+
+
+def put_cell_array(target: Target, items: list, rel: str, grid: SpatialGrid,
+                   attributes: dict[str, Any], payloads: dict[tuple[int, ...], Any], *,
+                   compressor: Any = None, shard_shape: Any = None) -> None:
+    """A cell array at ``rel`` over ``grid``: its document and its cells."""
+    doc = array_document(grid, attributes, compressor=compressor, shard_shape=shard_shape)
+    target.put_json(items, f"{rel}/zarr.json", doc)
+    items += CellArray(target.key(rel), doc).encode(payloads)
+
+
+def put_links_family(target: Target, items: list, level: str, delta: int, width: int,
+                     ndim: int, *, directed: bool, count: int) -> None:
+    """The level's ``links`` group and the policy document of its ``links/<delta>``
+    family (with record counts only where records were written, as zarr-vectors does)."""
+    target.put_json(items, f"{level}/links/zarr.json",
+                    {"attributes": {}, "zarr_format": 3, "node_type": "group"})
+    policy: dict[str, Any] = {"zv_array": "links_family", "level_delta": delta,
+                              "link_width": width, "directed": directed,
+                              "store": "canonical", "sid_ndim": ndim}
+    if count:
+        policy.update(num_links=count, num_physical_records=count)
+    name = "0" if delta == 0 else f"{delta:+d}"
+    target.put_json(items, f"{level}/links/{name}/zarr.json",
+                    {"zarr_format": 3, "node_type": "group", "attributes": policy})
 
 
 def _within(pos: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bool:
