@@ -18,7 +18,6 @@ from .engine.config import ArrayConfig
 from .group import Group
 from .migration import migrate_v3
 from .stores import FilesystemStore, MemoryStore, Store
-from . import vectors
 
 __version__ = "0.1.0"
 
@@ -39,6 +38,9 @@ def __getattr__(name: str):
     if name in _LAZY_STORES:
         from . import stores
         return getattr(stores, name)
+    if name == "vectors":     # (the vector format: imported on first use)
+        import importlib
+        return importlib.import_module(f"{__name__}.vectors")
     if name == "ZarrStore":
         from .zarr_store import ZarrStore
         return ZarrStore
