@@ -168,6 +168,31 @@ def parse_chunk_name(name: str, ndim: int, where: str) -> tuple[int, ...]:
     return coords
 
 
+def parse_chunk_names(names: list, ndim: int, where: str) -> np.ndarray:
+    """Every name of a ``nonempty_chunks`` list as an (N, ndim) int64 array of chunk
+    coordinates, in ascending (lexicographic) order. One pass in C over all names: a
+    reader parses this list on every query. A list that is not all canonical names is
+    parsed name by name, for the error naming the first bad one."""
+    count = len(names)
+    if not count:
+        return np.zeros((0, ndim), dtype=np.int64)
+    try:
+        joined = ".".join(names)
+        parts = joined.split(".")
+        if len(parts) == count * ndim and all(n.count(".") == ndim - 1 for n in names):
+            coords = list(map(int, parts))
+            # canonical form ("01", "+1", " 1" are not how writers name chunks)
+            if ".".join(map(str, coords)) == joined:
+                rows = np.asarray(coords, dtype=np.int64).reshape(count, ndim)
+                return rows[np.lexsort(rows.T[::-1])] if count > 1 else rows
+    except (TypeError, ValueError, OverflowError):
+        pass
+    for name in names:
+        parse_chunk_name(name, ndim, where)    # raises for the first bad name
+    raise MetadataError("nonempty_chunks is not a list of chunk names", key=where,
+                        field="nonempty_chunks")
+
+
 def check_bins_divide(chunk_shape, bin_shape) -> None:
     """Bins must divide chunks exactly, or points land in bins of the wrong chunk."""
     for axis, (c, b) in enumerate(zip(chunk_shape, bin_shape)):

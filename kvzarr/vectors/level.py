@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import CodecError, MetadataError, NodeNotFoundError, UnsupportedOperationError
 from . import fragments as fragment_index
 from .cells import CellArray
-from .grid import SpatialGrid, parse_chunk_name
+from .grid import SpatialGrid, parse_chunk_names
 from .layout import RootInfo, parse_level, parse_root
 from .objects import ObjectIndex
 from .target import Target
@@ -71,10 +71,9 @@ class Level:
         if not isinstance(names, list):
             raise MetadataError("nonempty_chunks must be a list", key=self.vertices.path,
                                 field="nonempty_chunks")
-        chunks = sorted(parse_chunk_name(n, self.ndim, self.vertices.path) for n in names)
-        self.chunks = np.asarray(chunks, dtype=np.int64).reshape(len(chunks), self.ndim)
+        self.chunks = parse_chunk_names(names, self.ndim, self.vertices.path)
         first = np.asarray(self.grid.origin, dtype=np.int64)
-        if len(chunks) and (np.any(self.chunks < first) or np.any(
+        if len(self.chunks) and (np.any(self.chunks < first) or np.any(
                 self.chunks >= first + np.asarray(self.grid.shape, dtype=np.int64))):
             raise MetadataError("nonempty_chunks names chunks outside the array's grid",
                                 key=self.vertices.path, field="nonempty_chunks")

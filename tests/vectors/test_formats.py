@@ -1,7 +1,8 @@
 """The two binary formats inside a vector dataset: the fragment index ("ZVFG" v1) and
 object manifests, against the byte layouts zarr-vectors 0.9.2 writes (worked examples
 from its fragment-index and object-index documentation), round trips of random content
-and hostile blobs, which must raise CodecError and nothing else."""
+and hostile blobs, which must raise CodecError and nothing else; and the chunk names
+of ``nonempty_chunks``."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvzarr.errors import CodecError
-from kvzarr.vectors import fragments, manifests
+from kvzarr.errors import CodecError, MetadataError
+from kvzarr.vectors import fragments, grid, manifests
 
 
 def _i64(*values: int) -> bytes:
@@ -143,3 +144,50 @@ def test_manifest_with_trailing_bytes_or_bad_mode_is_refused():
     huge_range = struct.pack("<I", 1) + _i64(0) + b"\1" + _i64(0, 2 ** 40)
     with pytest.raises(CodecError):
         manifests.decode(huge_range, 1)
+
+
+# --- chunk names (``nonempty_chunks``) -------------------------------------------------
+
+_NAME_EDITS = st.sampled_from(["", "01", "+", "trailing", "double-dot", " ", "not-str"])
+
+
+@st.composite
+def _chunk_name_lists(draw):
+    ndim = draw(st.integers(1, 4))
+    names = []
+    for _ in range(draw(st.integers(0, 6))):
+        coords = draw(st.lists(st.integers(-300, 300), min_size=ndim, max_size=ndim))
+        name: object = ".".join(map(str, coords))
+        edit = draw(_NAME_EDITS) if draw(st.integers(0, 9)) == 0 else ""
+        if edit == "01":
+            name = name.replace("1", "01", 1)     # type: ignore[union-attr]
+        elif edit == "+":
+            name = "+" + name                     # type: ignore[operator]
+        elif edit == "trailing":
+            name = name + ".0"                    # type: ignore[operator]
+        elif edit == "double-dot":
+            name = name.replace(".", "..", 1)     # type: ignore[union-attr]
+        elif edit == " ":
+            name = " " + name                     # type: ignore[operator]
+        elif edit == "not-str":
+            name = coords
+        names.append(name)
+    return ndim, names
+
+
+@settings(max_examples=400, deadline=None)
+@given(_chunk_name_lists())
+def test_chunk_name_list_parses_as_each_name_does(case):
+    # the batch parser readers use on every query answers as the one-name parser does:
+    # the same sorted coordinates, or the same error for the first bad name
+    ndim, names = case
+    try:
+        want = np.asarray(sorted(grid.parse_chunk_name(n, ndim, "w") for n in names),
+                          dtype=np.int64).reshape(len(names), ndim)
+    except MetadataError as e:
+        with pytest.raises(MetadataError) as got:
+            grid.parse_chunk_names(names, ndim, "w")
+        assert str(got.value) == str(e)
+    else:
+        got_rows = grid.parse_chunk_names(names, ndim, "w")
+        assert got_rows.dtype == np.int64 and got_rows.tolist() == want.tolist()
