@@ -8,6 +8,8 @@ Promises:
   in autocommit mode, so it never emits a BEGIN or COMMIT of its own).
 * Connections come from SQLAlchemy's pool and are kept checked out in a small list of
   idle ones between uses: a single read costs one statement, not a pool round trip.
+  A SQLite file's engine and pool are shared by the stores of a process open on it with
+  the same settings, and kept for the next one once all are closed (sqlite_engines.py).
   A connection goes back to that list only between transactions; one that failed in a
   way that may leave it inside a transaction is closed instead.
 * SQLite: a write transaction starts with ``BEGIN IMMEDIATE`` (it takes the one write
@@ -54,6 +56,8 @@ from sqlalchemy.pool import QueuePool
 
 from ...errors import (ConflictError, KvzarrError, ReadOnlyError, StoreConfigError, StoreError,
                        StoreFullError, UnsupportedOperationError)
+from ...runtime.process import on_fork_in_child
+from . import sqlite_engines
 from .checkpoint import AUTOCHECKPOINT_PAGES, LARGE_COMMIT_BYTES, BackgroundCheckpoints
 from .counter import PostgresCounter
 from .journal import JOURNAL_MODES, switch_journal
@@ -158,7 +162,9 @@ class Backend:
     max_key_bytes: int | None = None
 
     def __init__(self, engine: sa.Engine, display: str, *, read_only: bool,
-                 busy_timeout: float, retries: int) -> None:
+                 busy_timeout: float, retries: int, shared_engine: bool = False) -> None:
+        """``shared_engine``: the engine serves other backends too, and whoever shares
+        it calls :meth:`drop_idle` when a caller disposes it (sqlite_engines.py)."""
         self.engine = engine
         self.display = display  # URL with any password hidden
         self.read_only = read_only
@@ -169,27 +175,28 @@ class Backend:
         #: pooled connections between uses, outside any transaction (LIFO: list.pop and
         #: list.append are atomic, so threads share it without a lock)
         self._idle: list[Any] = []
-        ref = weakref.ref(self)
+        on_fork_in_child(self._forget_parent_connections)
+        if not shared_engine:
+            ref = weakref.WeakMethod(self.drop_idle)
 
-        def _forget_parent_connections() -> None:
-            # A forked child must not use the parent's connections (SQLAlchemy's pooling
-            # docs), nor close them: that could release the parent's file locks.
-            backend = ref()
-            if backend is not None:
-                _INHERITED.extend(backend._idle)
-                backend._idle = []
-                backend.engine.dispose(close=False)
+            @event.listens_for(engine, "engine_disposed")
+            def _drop_idle(engine: sa.Engine) -> None:  # engine.dispose() by a caller
+                drop = ref()
+                if drop is not None:
+                    drop()
 
-        if hasattr(os, "register_at_fork"):   # POSIX only; elsewhere no fork()
-            os.register_at_fork(after_in_child=_forget_parent_connections)
+    def _forget_parent_connections(self) -> None:
+        # A forked child must not use the parent's connections (SQLAlchemy's pooling
+        # docs), nor close them: that could release the parent's file locks.
+        _INHERITED.extend(self._idle)
+        self._idle = []
+        self.engine.dispose(close=False)
 
-        @event.listens_for(engine, "engine_disposed")
-        def _drop_idle(engine: sa.Engine) -> None:  # engine.dispose() by a caller
-            backend = ref()
-            if backend is not None:
-                idle, backend._idle = backend._idle, []
-                for conn in idle:
-                    conn.invalidate()  # its pool is gone: close the connection itself
+    def drop_idle(self) -> None:
+        """Close the idle connections: a caller disposed the engine, their pool is gone."""
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.invalidate()  # its pool is gone: close the connection itself
 
     # -- connections ---------------------------------------------------------------------
 
@@ -266,6 +273,9 @@ class Backend:
         idle, self._idle = self._idle, []
         for conn in idle:
             self._discard(conn)
+        self._close_engine()
+
+    def _close_engine(self) -> None:
         self.engine.dispose()
 
     def blob(self, value: Any) -> bytes:
@@ -435,30 +445,6 @@ class SQLiteBackend(Backend):
                 os.path.dirname(os.path.abspath(path)), os.W_OK) else "ro"
         uri = f"file:{_quote_path(path)}?mode={mode}"
 
-        def creator() -> sqlite3.Connection:
-            return sqlite3.connect(uri, uri=True, timeout=busy_timeout,
-                                   check_same_thread=False)
-
-        # QueuePool with unbounded overflow: one connection per concurrent thread.
-        engine = sa.create_engine("sqlite://", creator=creator, poolclass=QueuePool,
-                                  pool_size=5, max_overflow=-1)
-
-        # Take control of BEGIN as the SQLAlchemy SQLite docs describe: the driver stays in
-        # autocommit mode (it emits no BEGIN), we emit BEGIN [IMMEDIATE] ourselves.
-        @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_conn: sqlite3.Connection, record: Any) -> None:
-            dbapi_conn.isolation_level = None
-            dbapi_conn.execute(f"PRAGMA synchronous = {synchronous}")
-            # Reads copy pages straight out of the OS page cache, without a read() call per
-            # page (SQLite maps the file read-only; writes still go through write()).
-            dbapi_conn.execute(f"PRAGMA mmap_size = {SQLITE_MMAP_SIZE}")
-            if read_only:
-                dbapi_conn.execute("PRAGMA query_only = ON")
-
-        @event.listens_for(engine, "begin")
-        def _on_begin(conn: sa.Connection) -> None:  # SQLAlchemy-level use (migrations)
-            conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
-
         self._busy_ms = max(0, int(busy_timeout * 1000))
         #: the checkpoints that large commits leave to a thread (checkpoint.py)
         self.checkpoints = BackgroundCheckpoints(self._checkpoint)
@@ -468,8 +454,14 @@ class SQLiteBackend(Backend):
         self.writeback = (LogWriteback(path + "-wal")
                           if not read_only and synchronous.upper() in ("FULL", "EXTRA")
                           else None)
+        # the engine, shared with the other stores on this file and settings
+        # (sqlite_engines.py); acquired last: nothing after it can fail
+        self._engine_key: Any = (path, mode, busy_timeout, synchronous, read_only)
+        engine = sqlite_engines.acquire(
+            self._engine_key,
+            lambda: _sqlite_engine(uri, busy_timeout, synchronous, read_only), self)
         super().__init__(engine, display, read_only=read_only, busy_timeout=busy_timeout,
-                         retries=retries)
+                         retries=retries, shared_engine=True)
 
     def _begin_write(self, cur: Any) -> None:
         """``BEGIN IMMEDIATE``, polling for the write lock for up to ``busy_timeout``.
@@ -539,6 +531,11 @@ class SQLiteBackend(Backend):
         self.checkpoints.wait()    # its connection comes back before all are closed
         super().dispose()
 
+    def _close_engine(self) -> None:
+        key, self._engine_key = self._engine_key, None
+        if key is not None:        # once, however often the store is disposed
+            sqlite_engines.release(key, self)
+
     def prepare_new_file(self) -> None:
         """Settings of a new database, before its first table: the page size (fixed once
         the file has content) and the journal mode, WAL unless another was asked for
@@ -552,6 +549,36 @@ class SQLiteBackend(Backend):
             raise translate(e, path=self.display, during="setting up the new file") from e
         finally:
             conn.close()
+
+
+def _sqlite_engine(uri: str, busy_timeout: float, synchronous: str,
+                   read_only: bool) -> sa.Engine:
+    """A new engine on the SQLite file ``uri`` (sqlite_engines.py keeps it)."""
+
+    def creator() -> sqlite3.Connection:
+        return sqlite3.connect(uri, uri=True, timeout=busy_timeout, check_same_thread=False)
+
+    # QueuePool with unbounded overflow: one connection per concurrent thread.
+    engine = sa.create_engine("sqlite://", creator=creator, poolclass=QueuePool,
+                              pool_size=5, max_overflow=-1)
+
+    # Take control of BEGIN as the SQLAlchemy SQLite docs describe: the driver stays in
+    # autocommit mode (it emits no BEGIN), we emit BEGIN [IMMEDIATE] ourselves.
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: sqlite3.Connection, record: Any) -> None:
+        dbapi_conn.isolation_level = None
+        dbapi_conn.execute(f"PRAGMA synchronous = {synchronous}")
+        # Reads copy pages straight out of the OS page cache, without a read() call per
+        # page (SQLite maps the file read-only; writes still go through write()).
+        dbapi_conn.execute(f"PRAGMA mmap_size = {SQLITE_MMAP_SIZE}")
+        if read_only:
+            dbapi_conn.execute("PRAGMA query_only = ON")
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: sa.Connection) -> None:  # SQLAlchemy-level use (migrations)
+        conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+    return engine
 
 
 class PostgresBackend(Backend):

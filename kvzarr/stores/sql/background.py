@@ -14,12 +14,10 @@ Promises:
 
 from __future__ import annotations
 
-import os
 import threading
-import weakref
 from collections.abc import Callable
 
-from ...runtime.process import current_pid
+from ...runtime.process import current_pid, on_fork_in_child
 
 
 class BackgroundJob:
@@ -31,15 +29,7 @@ class BackgroundJob:
         self._name = name
         self._daemon = daemon
         self._reset()
-        ref = weakref.ref(self)
-
-        def _in_child() -> None:   # the parent's thread does not exist in the child
-            me = ref()
-            if me is not None:
-                me._reset()
-
-        if hasattr(os, "register_at_fork"):   # POSIX only; elsewhere no fork()
-            os.register_at_fork(after_in_child=_in_child)
+        on_fork_in_child(self._reset)   # the parent's thread does not exist in the child
 
     def _reset(self) -> None:
         self._lock = threading.Lock()

@@ -289,7 +289,7 @@ def upgrade(url: Any, *, table: str | None = None,
     except backend.errors as e:
         raise translate(e, path=backend.display, during="upgrading the schema") from e
     finally:
-        backend.engine.dispose()
+        backend.dispose()
 
 
 def _run_migrations(conn: sa.Connection, table: str) -> None:
