@@ -59,6 +59,7 @@ from .registry import codecs_from_json, register_codec
 from .sharding.append import COMPACTION, append_refusal, appended_index, garbage
 from .sharding.encoder import encode_shards
 from .sharding.layout import MISSING, ShardIndex, ShardLayout, index_data_type, make_layout
+from .sharding.splice import splice
 from ..runtime.workers import map_items, worth_threads
 
 _LOCATIONS = ("start", "end")
@@ -296,19 +297,33 @@ class ShardingCodec(ArrayBytesCodec):
         lengths = np.fromiter((memoryview(p).nbytes for _, p in stored), dtype=np.uint64,
                               count=len(stored))
         # offsets are absolute: with the index first, chunks start after it
-        base = layout.index_size if self.index_location == "start" else 0
-        offsets = np.cumsum(lengths, dtype=np.uint64) - lengths + np.uint64(base)
+        offsets = np.cumsum(lengths, dtype=np.uint64) - lengths + np.uint64(self._base(layout))
         index = ShardIndex.empty(layout.nchunks)
         index.entries[ids, 0] = offsets
         index.entries[ids, 1] = lengths
+        return self._join(layout, index, [p for _, p in stored])
+
+    def _base(self, layout: ShardLayout) -> int:
+        """Where the first inner chunk starts: after the index when it comes first."""
+        return layout.index_size if self.index_location == "start" else 0
+
+    def _join(self, layout: ShardLayout, index: ShardIndex, pieces: list[Any]) -> bytes:
+        """The shard: ``pieces`` (the inner chunks' bytes as ``index`` places them) and the
+        encoded index, where ``index_location`` puts it."""
         index_bytes = self.index_codecs.encode(index.to_array(layout), layout.index_spec)
         if index_bytes is None or memoryview(index_bytes).nbytes != layout.index_size:
             raise CodecError("index_codecs did not produce the fixed index size "
                              f"{layout.index_size}")
-        pieces = [p for _, p in stored]
         if self.index_location == "start":
             return b"".join([index_bytes, *pieces])
         return b"".join([*pieces, index_bytes])
+
+    def _spliced(self, layout: ShardLayout, index: ShardIndex, view: memoryview,
+                 new: dict[int, bytes | None]) -> bytes | None:
+        """The stored shard ``view`` with the inner chunks of ``new`` replaced, laid out
+        as :meth:`_assemble` lays out every stored chunk (:mod:`.sharding.splice`)."""
+        done = splice(layout, index, view, new, self._base(layout))
+        return None if done is None else self._join(layout, *done)
 
     # -- inner chunks --------------------------------------------------------------------
 
@@ -496,8 +511,19 @@ class ShardingCodec(ArrayBytesCodec):
                  key: str | None) -> bytes | None:
         """The whole new shard: touched inner chunks encoded again, untouched ones copied."""
         layout = update.layout
-        if not update.partly and len(update.touched) == layout.nchunks:
+        covered = len(update.touched) - len(update.partly)    # inner chunks written whole
+        if covered == layout.nchunks:
             # the write covers the whole shard: nothing old survives, nothing to read
+            index, old = ShardIndex.empty(layout.nchunks), {}
+        elif 2 * covered < layout.nchunks:
+            # most of the shard is kept (a tile): read it whole in one request, and copy
+            # each run of kept inner chunks as one slice
+            data = source.get()
+            if data is not None:
+                view, index = self._parse_whole(data, layout, key)
+                old = {i: view[slice(*index.range(i))]
+                       for i in update.partly if index.is_present(i)}
+                return self._spliced(layout, index, view, self._merge(update, old, spec, key))
             index, old = ShardIndex.empty(layout.nchunks), {}
         else:
             index, old = self._old_chunks(source, layout, update.partly, update.touched, key)
@@ -562,9 +588,7 @@ class ShardingCodec(ArrayBytesCodec):
         view, index = self._parse_whole(data, layout, key)
         if garbage(index, view.nbytes, layout.index_size) == 0:
             return None
-        present = index.present
-        dense = self._assemble(layout, [(i, view[slice(*index.range(i))])
-                                        for i in layout.write_order.tolist() if present[i]])
+        dense = self._spliced(layout, index, view, {})
         if dense is None:
             return None
         return Compacted(dense, view.nbytes - len(dense))

@@ -440,12 +440,30 @@ def test_encode_partial_copies_untouched_inner_chunks_verbatim(location):
     for i in range(16):
         if i != 9:
             assert fresh[i] == old[i]
-    # the wholly covered chunk's old bytes were not read: only the 15 others
+    # most of the shard is kept: it is read whole, in one request, and nothing else
+    assert src.gets == 1 and src.range_calls == []
+    # the same bytes as laying out every inner chunk one by one
+    assert new == codec.encode(expected, spec)
+
+
+@pytest.mark.parametrize("location", ["end", "start"])
+def test_encode_partial_covering_most_of_the_shard_reads_only_what_it_keeps(location):
+    spec = make_spec((8, 8), "int32")
+    codec = ready(sharding([2, 2], index_location=location), spec)
+    data = sample((8, 8), seed=5, empty_fraction=0)
+    shard = codec.encode(data, spec)
+    src = CountingSource(shard)
+    # rows 0-5 cover inner chunks 0..11 whole; 12..15 are kept
+    value = sample((6, 8), seed=6, empty_fraction=0)
+    new = codec.encode_partial(src, (slice(0, 6), slice(0, 8)), value, spec)
+    expected = data.copy()
+    expected[0:6] = value
+    assert new == codec.encode(expected, spec)
+    # the index, then only the 4 inner chunks kept: none of the 12 written whole
     assert src.gets == 0 and len(src.range_calls) == 2
     idx = index_of(shard, 16, location)
-    assert (int(idx[9, 0]), int(idx[9, 0] + idx[9, 1])) not in {
-        (r.start, r.end) for r in src.range_calls[1]}
-    assert len(src.range_calls[1]) == 15
+    read = {(r.start, r.end) for r in src.range_calls[1]}
+    assert read == {(int(idx[i, 0]), int(idx[i, 0] + idx[i, 1])) for i in range(12, 16)}
 
 
 def test_encode_partial_reads_partly_covered_chunks_and_merges():
