@@ -376,6 +376,9 @@ class ShardingCodec(ArrayBytesCodec):
                        spec: ChunkArraySpec) -> np.ndarray | None:
         layout = self._layout(spec.shape)
         key = getattr(source, "key", None)
+        one = _one_inner_chunk(selection, self.chunk_shape, layout.chunks_per_shard)
+        if one is not None:
+            return self._decode_inner(source, layout, one, spec, key)
         indexer = OrthogonalIndexer(selection, layout.grid)
         projections = list(indexer)
         out = self._filled(indexer.buffer_shape, spec)
@@ -410,6 +413,24 @@ class ShardingCodec(ArrayBytesCodec):
 
         map_items(work, items, worth_threads(len(items), len(items) * self._inner_nbytes(spec)))
         return out.reshape(indexer.shape)
+
+    def _decode_inner(self, source: ByteSource, layout: ShardLayout, flat_id: int,
+                      spec: ChunkArraySpec, key: str | None) -> np.ndarray | None:
+        """Inner chunk ``flat_id`` of the shard, decoded (the fill value where it is not
+        stored); None if the shard is absent. The read of one tile: the index, then that
+        chunk's range, without the indexer and output buffer a general selection needs."""
+        index = self._read_index(source, layout, key)
+        if index is None:
+            return None
+        if not index.is_present(flat_id):
+            return self._filled(self.chunk_shape, spec)
+        got = self._fetch(source, index, [flat_id], key)
+        if got is None:
+            return None
+        chunk = self.codecs.decode(got[0], self._inner_spec(spec), key=key)
+        # a decoded chunk may be a view of the fetched bytes, which a store may hand out
+        # from memory that is only valid inside its read transaction (LMDB's map)
+        return chunk if chunk.flags.owndata and chunk.flags.writeable else chunk.copy()
 
     def _fetch(self, source: ByteSource, index: ShardIndex, ids: list[int],
                key: str | None) -> list[Any] | None:
@@ -592,6 +613,24 @@ class ShardingCodec(ArrayBytesCodec):
         if dense is None:
             return None
         return Compacted(dense, view.nbytes - len(dense))
+
+
+def _one_inner_chunk(selection: tuple[Any, ...], chunk_shape: tuple[int, ...],
+                     chunks_per_shard: tuple[int, ...]) -> int | None:
+    """The flat id of the inner chunk that ``selection`` (a shard's orthogonal selection)
+    is exactly, or None: a tile read, the commonest read of a sharded array."""
+    if len(selection) != len(chunk_shape):
+        return None
+    flat = 0
+    for item, size, n in zip(selection, chunk_shape, chunks_per_shard):
+        if type(item) is not slice or item.step not in (None, 1):
+            return None
+        start, stop = item.start, item.stop
+        if (type(start) is not int or type(stop) is not int or stop - start != size
+                or start % size or not 0 <= start // size < n):
+            return None
+        flat = flat * n + start // size
+    return flat
 
 
 class _Update:

@@ -29,6 +29,9 @@ class StoreByteSource:
         return self.store.getsize(self.key)
 
     def get_ranges(self, requests: Sequence[ByteRequest]) -> list[bytes] | None:
+        if len(requests) == 1:    # a shard's index, or one tile: nothing to merge
+            got = self.store.get_partial_values([(self.key, requests[0])])
+            return None if got[0] is None else got
         ranges = [(i, r) for i, r in enumerate(requests) if isinstance(r, RangeRequest)]
         others = [(i, r) for i, r in enumerate(requests) if not isinstance(r, RangeRequest)]
         groups = coalesce_ranges([r for _, r in ranges], self._config.coalesce_max_gap,

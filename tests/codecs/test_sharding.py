@@ -372,6 +372,49 @@ def test_decode_partial_absent_shard_and_missing_inner_chunks():
     assert len(src.range_calls) == 1          # the index only: nothing stored is needed
 
 
+@pytest.mark.parametrize("location", ["end", "start"])
+@pytest.mark.parametrize("inner", [[BYTES_LE],
+                                   [BYTES_LE, {"name": "gzip", "configuration": {"level": 5}}]])
+def test_decode_partial_of_one_inner_chunk_reads_the_index_and_that_chunk(location, inner):
+    spec = make_spec((8, 8), "int32", fill=-1)
+    codec = ready(sharding([2, 4], codecs=inner, index_location=location), spec)
+    data = sample((8, 8), seed=3)
+    data[2:4, 4:8] = -1                        # inner chunk (1, 1) is not stored
+    shard = bytearray(codec.encode(data, spec))
+    src = CountingSource(shard)
+    idx = index_of(bytes(shard), 8, location)
+    got = codec.decode_partial(src, (slice(4, 6), slice(0, 4)), spec)   # inner chunk 4
+    np.testing.assert_array_equal(got, data[4:6, 0:4])
+    assert src.gets == 0 and len(src.range_calls) == 2
+    assert [(r.start, r.end) for r in src.range_calls[1]] == [
+        (int(idx[4, 0]), int(idx[4, 0] + idx[4, 1]))]
+    # the result is the caller's: writable, and no view of bytes a store lent out
+    got[0, 0] = 12345
+    assert codec.decode(bytes(shard), spec)[4, 0] == data[4, 0]
+    shard[:] = b"\0" * len(shard)
+    np.testing.assert_array_equal(got[1:], data[5:6, 0:4])
+    # an inner chunk that is not stored reads as the fill value, from the index alone
+    src = CountingSource(codec.encode(data, spec))
+    got = codec.decode_partial(src, (slice(2, 4), slice(4, 8)), spec)
+    np.testing.assert_array_equal(got, np.full((2, 4), -1))
+    assert len(src.range_calls) == 1
+    assert codec.decode_partial(CountingSource(None), (slice(2, 4), slice(4, 8)), spec) is None
+
+
+@pytest.mark.parametrize("sel", [
+    (slice(1, 3), slice(0, 4)),                # not on an inner chunk boundary
+    (slice(0, 2), slice(0, 4, 2)),             # a step
+    (slice(0, 2), slice(0, 8)),                # two inner chunks
+    (slice(0, 2), np.array([0, 1, 2, 3])),     # an index array
+])
+def test_selections_near_one_inner_chunk_take_the_general_path(sel):
+    spec = make_spec((8, 8), "int32")
+    codec = ready(sharding([2, 4]), spec)
+    data = sample((8, 8), seed=4)
+    got = codec.decode_partial(CountingSource(codec.encode(data, spec)), sel, spec)
+    np.testing.assert_array_equal(got, data[as_ix(sel, (8, 8))])
+
+
 def orthogonal_selections(shape):
     def one(n):
         return st.one_of(
