@@ -1,8 +1,8 @@
 """Bit-exact parity with zarr-python 3.1.6: the same codec configuration gives the same
 metadata JSON and the same chunk bytes, codec by codec and through whole arrays.
 
-The one exception is gzip: kvzarr deflates with zlib-ng at levels 2..9, where
-zarr-python uses the classic zlib through numcodecs, and it writes no modification time.
+The one exception is gzip: kvzarr deflates with libdeflate, where zarr-python uses the
+classic zlib through numcodecs, and it writes no modification time.
 For gzip the check is that each reads the other's chunks to the same values.
 """
 
@@ -167,8 +167,6 @@ def test_gzip_reads_both_ways_with_zarr(payload, level):
     zenc = ZGzip(level=level)._encode_sync(Buffer.from_bytes(payload), zs).to_bytes()
     assert GzipCodec(level).decode(zenc, spec) == payload
     assert ZGzip(level=level)._decode_sync(Buffer.from_bytes(enc), zs).to_bytes() == payload
-    if level == 1:      # classic zlib at level 1: the same deflate stream as numcodecs
-        assert enc[10:] == zenc[10:]
 
 
 @SETTINGS

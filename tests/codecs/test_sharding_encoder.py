@@ -100,7 +100,7 @@ def _inner_chunks(shard: bytes, n: int) -> dict[int, tuple[int, bytes]]:
 def test_w3_layout_shards_are_laid_out_as_zarr_pythons(small_tasks):
     """Shards of gzip level 5 tiles written through the parallel encoder: the same inner
     chunks stored (one elided), holding the same data, in the order zarr-python lays them
-    out (Morton order). The deflated bytes differ: kvzarr's gzip is zlib-ng's."""
+    out (Morton order). The deflated bytes differ: kvzarr's gzip is libdeflate's."""
     zarr = pytest.importorskip("zarr")
     from zarr.storage import MemoryStore
     rng = np.random.default_rng(7)

@@ -135,9 +135,9 @@ def test_kvzarr_resize_read_by_tensorstore(tmp_path):
 
 @pytest.mark.parametrize("level", range(10))
 def test_tensorstore_reads_gzip_chunks_at_every_level(level, tmp_path):
-    """Level 0 stores, level 1 deflates with the classic zlib, levels 2..9 with zlib-ng
-    (``kvzarr.codecs.gzip``): TensorStore inflates every one. Data from noise to runs, so
-    that every strategy of the deflaters is used."""
+    """Level 0 stores, levels 1..9 deflate with libdeflate (``kvzarr.codecs.gzip``):
+    TensorStore inflates every one. Data from noise to runs, so that every strategy of
+    the deflater is used."""
     rng = np.random.default_rng(level)
     y, x = np.mgrid[0:128, 0:128]
     data = np.concatenate([
