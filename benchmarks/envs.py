@@ -39,6 +39,9 @@ def ensure(name: str, log=print) -> Path:
     """The python of environment ``name``, building or rebuilding it when needed."""
     path = ENV_DIR / name
     wanted = "\n".join(REQUIREMENTS[name]) + "\n"
+    if any(req.startswith("-e ") for req in REQUIREMENTS[name]):
+        # kvzarr installed editable: a new dependency of its must rebuild the environment
+        wanted += "".join(f"# kvzarr needs {dep}\n" for dep in _kvzarr_dependencies())
     stamp = path / "requirements.txt"
     py = python_of(path)
     if py.exists() and stamp.exists() and stamp.read_text() == wanted:
@@ -52,6 +55,16 @@ def ensure(name: str, log=print) -> Path:
     stamp.write_text(wanted)
     log(f"[setup] {name} ready")
     return py
+
+
+def _kvzarr_dependencies() -> list[str]:
+    """The dependencies pyproject.toml gives kvzarr (and its extras)."""
+    import tomllib
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    deps = list(project.get("dependencies", []))
+    for extra in project.get("optional-dependencies", {}).values():
+        deps.extend(extra)
+    return sorted(set(deps))
 
 
 def versions(py: str | os.PathLike) -> dict[str, str]:
