@@ -33,13 +33,13 @@ from __future__ import annotations
 import bz2
 import lzma
 import math
-import zlib
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 from numcodecs import registry as _nc_registry
 from numcodecs.compat import ensure_bytes
+from zlib_ng import zlib_ng
 
 from ..errors import (ChecksumMismatchError, CodecError, KvzarrError, MetadataError,
                       UnsupportedExtensionError)
@@ -234,11 +234,12 @@ class NumcodecsBytesBytesCodec(_NumcodecsCodec, BytesBytesCodec):
 
 
 def _bounded_zlib(codec: Any, data: Any, max_size: int | None) -> bytes:
-    # zlib.decompress: one zlib stream; bytes after it are ignored
+    # zlib.decompress: one zlib stream; bytes after it are ignored (inflated by zlib-ng,
+    # about 1.2 times as fast as the classic zlib, as the gzip codec is)
     try:
-        return inflate(zlib.decompressobj, memoryview(data).cast("B"), max_size,
+        return inflate(zlib_ng.decompressobj, memoryview(data).cast("B"), max_size,
                        "numcodecs.zlib data", False)
-    except zlib.error as e:
+    except zlib_ng.error as e:
         raise CodecError(f"corrupt zlib data: {e}") from e
 
 

@@ -248,7 +248,7 @@ class ZipStore(Store):
         """As :meth:`Store.iter_values`: each member read when it is asked for, or, for
         large members, read ahead on the worker threads (a few per thread), since
         checking a member's CRC-32 costs more than reading it from the page cache and
-        zlib lets threads do it at once."""
+        zlib-ng lets threads do it at once."""
         archive, txn = self._view()
         found = [self._located(archive, txn, check_key(key, self.max_key_bytes))
                  for key in keys]

@@ -48,8 +48,9 @@ from __future__ import annotations
 
 import os
 import struct
-import zlib
 from dataclasses import dataclass
+
+from zlib_ng import zlib_ng
 
 #: magic, device, inode, committed, target, tail_start, tail_crc, CRC-32 of what precedes
 _RECORD = struct.Struct("<8s5QL")
@@ -74,7 +75,7 @@ class CommitRecord:
     def encode(self) -> bytes:
         body = _RECORD.pack(_MAGIC, self.dev, self.ino, self.committed, self.target,
                             self.tail_start, self.tail_crc)
-        return (body + struct.pack("<L", zlib.crc32(body))).ljust(RECORD_SIZE, b"\0")
+        return (body + struct.pack("<L", zlib_ng.crc32(body))).ljust(RECORD_SIZE, b"\0")
 
 
 def read_record(fd: int | None) -> CommitRecord | None:
@@ -87,7 +88,7 @@ def read_record(fd: int | None) -> CommitRecord | None:
         if len(raw) < _RECORD.size + 4 or raw[:8] != _MAGIC:
             return None
         body, (crc,) = raw[:_RECORD.size], struct.unpack_from("<L", raw, _RECORD.size)
-        if zlib.crc32(body) == crc:
+        if zlib_ng.crc32(body) == crc:
             _, dev, ino, committed, target, tail_start, tail_crc = _RECORD.unpack(body)
             return CommitRecord(dev, ino, committed, target, tail_start, tail_crc)
     return None
@@ -129,7 +130,7 @@ def _crc_of(fd: int, start: int, end: int) -> int:
         block = os.pread(fd, min(8 << 20, end - pos), pos)
         if not block:
             return -1
-        crc, pos = zlib.crc32(block, crc), pos + len(block)
+        crc, pos = zlib_ng.crc32(block, crc), pos + len(block)
     return crc
 
 

@@ -22,10 +22,11 @@ from __future__ import annotations
 import os
 import time
 import uuid
-import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from zlib_ng import zlib_ng
 
 from ..runtime import workers
 from .zipappend import UNKNOWN, CommitRecord, datasync, write_record
@@ -81,7 +82,7 @@ class PendingAppend:
         buffers: list[Any] = []
         members: list[Member] = []
         pos = self.pos
-        # The CRC-32 (and deflate) of large values on the worker threads: zlib releases
+        # The CRC-32 (and deflate) of large values on the worker threads: zlib-ng releases
         # the GIL for them, and one thread checksumming a bulk write was the store's
         # bottleneck. Small values stay inline, where a hand-off costs more.
         size = sum(len(value) for _, value in items)
@@ -116,7 +117,7 @@ class PendingAppend:
         Returns the file's status and its open file object (now the caller's)."""
         dev, ino = self.file_id
         write_record(self.record_fd, CommitRecord(dev, ino, self.start, directory.pos,
-                                                  self.pos, zlib.crc32(directory.data)),
+                                                  self.pos, zlib_ng.crc32(directory.data)),
                      durable=False)
         write_at(self.fd, [directory.data], self.pos)
         if self.durable:

@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
+from zlib_ng import zlib_ng
+
 from ..errors import ChecksumMismatchError, StoreError, UnsupportedOperationError
 
 LOCAL = struct.Struct("<4s2B4HL2L2H")        # local file header, 30 bytes
@@ -68,7 +70,7 @@ _BZIP2, _LZMA = 12, 14
 #: deflated member that claims a larger size than this times its data is damaged
 _DEFLATE_RATIO = 1032
 #: errors of the decompressors for damaged data (bz2 raises OSError and EOFError)
-_DECODE_ERRORS = (zlib.error, lzma.LZMAError, OSError, EOFError, ValueError)
+_DECODE_ERRORS = (zlib_ng.error, lzma.LZMAError, OSError, EOFError, ValueError)
 _DEFAULT_ATTR = 0o100644 << 16                 # regular file, rw-r--r--
 _COPY_CHUNK = 8 << 20
 
@@ -132,10 +134,10 @@ class ArchiveFile:
         if m.method == zipfile.ZIP_STORED:
             data = self.raw(m, 0, m.csize)
         elif m.method == zipfile.ZIP_DEFLATED:
-            data = self._decode(m, zlib.decompressobj(-15), self.raw(m, 0, m.csize))
+            data = self._decode(m, zlib_ng.decompressobj(-15), self.raw(m, 0, m.csize))
         else:
             data = self._read_other(m)
-        if len(data) != m.size or zlib.crc32(data) != m.crc:
+        if len(data) != m.size or zlib_ng.crc32(data) != m.crc:
             raise ChecksumMismatchError("zip member does not match its CRC-32", key=m.name,
                                         path=self.path)
         return data
@@ -158,7 +160,7 @@ class ArchiveFile:
         if m.method != zipfile.ZIP_DEFLATED:
             return self.read(m)[start:end]
         # Deflate has no random access: inflate from the start, stop at ``end``.
-        inflater, out, pos, pending = zlib.decompressobj(-15), bytearray(), 0, b""
+        inflater, out, pos, pending = zlib_ng.decompressobj(-15), bytearray(), 0, b""
         while len(out) < end:
             if not pending:
                 if pos >= m.csize:
@@ -168,7 +170,7 @@ class ArchiveFile:
                 pos += n
             try:
                 out += inflater.decompress(pending, end - len(out))
-            except zlib.error as e:
+            except zlib_ng.error as e:
                 raise ChecksumMismatchError(f"damaged deflate data in the zip member: {e}",
                                             key=m.name, path=self.path) from e
             pending = inflater.unconsumed_tail
@@ -393,7 +395,7 @@ def encode_value(name: str, value: bytes, stamp: tuple[int, int], compression: i
                  compresslevel: int | None) -> tuple[Member, bytes]:
     """A new member for ``value`` (its header offset still 0) and the data to store:
     deflated if ``compression`` is ``ZIP_DEFLATED`` and that makes it smaller."""
-    crc = zlib.crc32(value)
+    crc = zlib_ng.crc32(value)
     method, data = zipfile.ZIP_STORED, value
     if compression == zipfile.ZIP_DEFLATED and value:
         level = -1 if compresslevel is None else compresslevel
