@@ -143,10 +143,10 @@ def test_a_write_of_more_than_one_block_stores_every_slab(monkeypatch):
 @settings(max_examples=80, deadline=None)
 @given(layout=layouts(), dtype=st.sampled_from(["<i4", ">f8", "u1", "<c8", ">i2"]),
        data=st.data())
-def test_plain_whole_chunk_reads_match_numpy_and_the_pipeline(layout, dtype, data):
-    """Reads of whole plain chunks skip the codec pipeline (ChunkIO._decode_one): the
-    same values as numpy and as the pipeline, for chunks inside the array, edge chunks
-    (the pipeline's), selections with integers (an axis dropped) and with steps, and
+def test_plain_chunk_reads_match_numpy_and_the_pipeline(layout, dtype, data):
+    """Reads of plain chunks skip the codec pipeline (ChunkIO._decode_one): the same
+    values as numpy and as the pipeline, for whole chunks inside the array, edge chunks,
+    parts of chunks, selections with integers (an axis dropped), steps and points, and
     every byte order, on a store that hands out bytes and one that lends views."""
     shape, chunks = layout
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
@@ -159,8 +159,11 @@ def test_plain_whole_chunk_reads_match_numpy_and_the_pipeline(layout, dtype, dat
             a = kvzarr.create_array(store, name="a", shape=shape, chunks=chunks, dtype=dtype,
                                     compressors=None, fill_value=0)
             a[...] = values
-            got = a[sel]
+            points = tuple(rng.integers(0, n, 5) for n in shape)
+            got, got_points = a[sel], a.vindex[points]
             np.testing.assert_array_equal(got, values[sel])
-            a._io._plain_whole = None                 # the pipeline, for every chunk
+            np.testing.assert_array_equal(got_points, values[points])
+            a._io._plain_chunk = None                 # the pipeline, for every chunk
             np.testing.assert_array_equal(a[sel], got)
+            np.testing.assert_array_equal(a.vindex[points], got_points)
             store.close()
