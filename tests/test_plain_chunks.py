@@ -9,6 +9,7 @@ from itertools import product
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -167,3 +168,54 @@ def test_plain_chunk_reads_match_numpy_and_the_pipeline(layout, dtype, data):
             np.testing.assert_array_equal(a[sel], got)
             np.testing.assert_array_equal(a.vindex[points], got_points)
             store.close()
+
+
+@settings(max_examples=40, deadline=None)
+@given(layout=layouts(), dtype=st.sampled_from(["<i4", ">f8", "u1"]), data=st.data())
+def test_points_gathered_from_plain_chunks_match_numpy(layout, dtype, data):
+    """Coordinate and mask selections of plain chunks are picked out of the chunks' bytes
+    laid end to end (ChunkIO._gather_points), batch by batch: the same values as numpy,
+    with repeated and unsorted points, missing chunks read as the fill value, on a
+    store of files (no transactions), one of bytes and one of views."""
+    shape, chunks = layout
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    values = (rng.random(shape) * 100 + 1).astype(dtype)
+    values[tuple(slice(0, c) for c in chunks)] = 7          # chunk 0 is the fill: not stored
+    npoints = data.draw(st.integers(2, 40))
+    points = tuple(rng.integers(0, n, npoints) for n in shape)
+    mask = rng.random(shape) < 0.3
+    with tempfile.TemporaryDirectory() as d:
+        for store in (FilesystemStore(Path(d) / "x"), MemoryStore(),
+                      LMDBStore(Path(d) / "x.lmdb")):
+            a = kvzarr.create_array(store, name="a", shape=shape, chunks=chunks, dtype=dtype,
+                                    compressors=None, fill_value=7)
+            a[...] = values
+            np.testing.assert_array_equal(a.vindex[points], values[points])
+            np.testing.assert_array_equal(a.vindex[mask], values[mask])
+            store.close()
+
+
+def test_points_are_gathered_in_batches_and_bad_chunks_raise(monkeypatch, tmp_path):
+    from kvzarr.engine import chunk_io
+    from kvzarr.errors import ChunkNotFoundError, CodecError
+    monkeypatch.setattr(chunk_io, "_GATHER_BYTES", 3 * 16)    # three 4 x 1 chunks a batch
+    values = np.arange(40, dtype="<i4").reshape(10, 4)
+    points = (np.array([9, 0, 5, 5, 2, 8, 1]), np.array([3, 0, 1, 2, 2, 0, 3]))
+    for store in (FilesystemStore(tmp_path / "x"), LMDBStore(tmp_path / "x.lmdb")):
+        a = kvzarr.create_array(store, name="a", shape=(10, 4), chunks=(1, 4), dtype="<i4",
+                                compressors=None, fill_value=0)
+        a[...] = values
+        np.testing.assert_array_equal(a.vindex[points], values[points])
+        store.set("a/c/5/0", b"\0" * 15)                      # cut short
+        with pytest.raises(CodecError) as e:
+            a.vindex[points]
+        assert e.value.key == "a/c/5/0"
+        store.erase("a/c/5/0")
+        want = values[points].copy()
+        want[2:4] = 0
+        np.testing.assert_array_equal(a.vindex[points], want)  # missing: the fill value
+        strict = kvzarr.open_array(store, path="a", mode="r",
+                                   config={"read_missing_chunks": False})
+        with pytest.raises(ChunkNotFoundError):
+            strict.vindex[points]
+        store.close()

@@ -38,7 +38,7 @@ import numpy as np
 from ..codecs.base import AppendUpdate, ChunkArraySpec, RewriteUpdate
 from ..codecs.bytes import BytesCodec
 from ..codecs.pipeline import CodecPipeline
-from ..errors import (AppendConflictError, ChunkNotFoundError, KvzarrError,
+from ..errors import (AppendConflictError, ChunkNotFoundError, CodecError, KvzarrError,
                       UnsupportedOperationError)
 from ..indexing import (ChunkProjection, CoordinateIndexer, Indexer, MaskIndexer,
                         prepare_value, to_orthogonal)
@@ -69,6 +69,8 @@ _STREAM_GROUP_BYTES = 2 * 1024 * 1024
 _SMALL_PLAIN_BYTES = 64 * 1024
 _PROBE_CHUNKS = 32
 _CACHED_READ_SECONDS = 60e-6
+#: plain chunks' bytes laid end to end at once when points are picked out of them
+_GATHER_BYTES = 16 * 1024 * 1024
 #: reads and writes of at least this many chunks run with the garbage collector paused
 _GC_PAUSE_CHUNKS = 64
 #: times a partial shard write is computed when other writers keep appending first
@@ -164,6 +166,11 @@ class ChunkIO:
 
     def _read(self, indexer: Indexer) -> np.ndarray:
         out = np.empty(indexer.buffer_shape, dtype=self.dtype)
+        if self._plain_chunk is not None and isinstance(indexer, CoordinateIndexer):
+            groups = indexer.point_groups()
+            if groups is not None and len(groups[0]) > 1:
+                self._gather_points(groups, out)
+                return out.reshape(indexer.shape)
         projections = list(indexer)
         if projections:
             partial = self.pipeline.supports_partial
@@ -204,15 +211,60 @@ class ChunkIO:
         only if those waited for the disk."""
         def fetch(p: ChunkProjection) -> None:
             self._decode_one(p, self.store.get(self.key(p.chunk_coords)), out)
-        if (self._plain and self._regular_spec is not None
-                and self._nbytes_plain() < _SMALL_PLAIN_BYTES and len(whole) > _PROBE_CHUNKS):
-            start = time.perf_counter()
-            for p in whole[:_PROBE_CHUNKS]:
-                fetch(p)
-            waited = (time.perf_counter() - start) / _PROBE_CHUNKS > _CACHED_READ_SECONDS
-            workers.map_grouped(fetch, whole[_PROBE_CHUNKS:], parallel=waited)
+        if self._plain and self._regular_spec is not None \
+                and self._nbytes_plain() < _SMALL_PLAIN_BYTES:
+            _map_probed(fetch, whole)
             return
         workers.map_grouped(fetch, whole, parallel=True)
+
+    def _gather_points(self, groups: tuple[Any, ...], out: np.ndarray) -> None:
+        """Points of plain chunks (``a.vindex``, a mask): the chunks' bytes laid end to end
+        and every point picked out of them by one numpy index, batch by batch of about
+        :data:`_GATHER_BYTES`, instead of a decode and an indexed copy per chunk. One read
+        transaction where the store has them (views are copied before it ends)."""
+        coords, counts, local, order = groups
+        dtype, shape, nbytes, _ = self._plain_chunk
+        keys = [self.key(c) for c in coords]
+        bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
+        per = max(1, _GATHER_BYTES // max(1, nbytes))
+
+        def gather(b0: int, b1: int, values: list[Any]) -> None:
+            parts = []
+            for key, value in zip(keys[b0:b1], values):
+                if value is None:
+                    if not self.config.read_missing_chunks:
+                        raise ChunkNotFoundError("chunk is missing and read_missing_chunks "
+                                                 "is off", key=key)
+                    value = self._fill_bytes()
+                else:
+                    size = len(value) if type(value) is bytes else memoryview(value).nbytes
+                    if size != nbytes:
+                        raise CodecError(f"chunk has {size} bytes, expected {nbytes} for "
+                                         f"shape {shape} (truncated or corrupt)", key=key)
+                parts.append(value)
+            chunks = np.frombuffer(b"".join(parts), dtype).reshape((b1 - b0,) + shape)
+            p, q = bounds[b0], bounds[b1]
+            which = np.repeat(np.arange(b1 - b0, dtype=np.intp), counts[b0:b1])
+            picked = chunks[(which, *(x[p:q] for x in local))]
+            out[slice(p, q) if order is None else order[p:q]] = picked
+
+        transactional = self.store.capabilities.transactional
+        with self.store.transaction(write=False) if transactional else nullcontext():
+            for b0 in range(0, len(keys), per):
+                b1 = min(len(keys), b0 + per)
+                if transactional:
+                    values = self.store.get_many_views(keys[b0:b1])
+                else:
+                    values = self._fetch_values(keys[b0:b1], nbytes)
+                gather(b0, b1, values)
+
+    def _fetch_values(self, keys: list[str], nbytes: int) -> list[Any]:
+        """Values of ``keys`` from a store without transactions (one file per key), read
+        as :meth:`_fetch_and_decode` reads them: small ones on this thread while they come
+        from the page cache, others on the pool."""
+        if nbytes >= _SMALL_PLAIN_BYTES:
+            return workers.map_grouped(self.store.get, keys, parallel=True)
+        return _map_probed(self.store.get, keys)
 
     def _decode_streamed(self, whole: list[ChunkProjection], keys: list[str],
                          out: np.ndarray) -> None:
@@ -666,6 +718,20 @@ class ChunkIO:
                 policy.compacted(update.reclaimed)
             else:
                 policy.fell_back(update.reason)
+
+
+def _map_probed(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    """``fn`` of each item (small chunk files read, each a few system calls): the first
+    :data:`_PROBE_CHUNKS` on this thread, the rest on the pool only if those waited for
+    a disk (over :data:`_CACHED_READ_SECONDS` each). From the page cache, two threads
+    passing the GIL back and forth at every system call read at about 0.6x one thread's
+    speed; from a disk, the pool's threads overlap their waits."""
+    if len(items) <= _PROBE_CHUNKS:
+        return [fn(item) for item in items]
+    start = time.perf_counter()
+    first = [fn(item) for item in items[:_PROBE_CHUNKS]]
+    waited = (time.perf_counter() - start) / _PROBE_CHUNKS > _CACHED_READ_SECONDS
+    return first + workers.map_grouped(fn, items[_PROBE_CHUNKS:], parallel=waited)
 
 
 def _selected_shape(orth: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -93,6 +93,19 @@ class CoordinateIndexer(Indexer):
     def nchunks(self) -> int:
         return 1 if self._zero_d else len(self._coords)
 
+    def point_groups(self) -> tuple[list[tuple[int, ...]], np.ndarray, tuple[np.ndarray, ...],
+                                    np.ndarray | None] | None:
+        """The points grouped by chunk, for a reader that picks them out of many chunks
+        in one numpy operation: the touched chunks' coordinates (in iteration order), the
+        number of points in each, each point's index inside its chunk (one array per
+        dimension, the points of the first chunk first), and each point's position in
+        the output buffer (None: in that order). None for a 0-d array."""
+        if self._zero_d:
+            return None
+        counts = (np.asarray(self._stops, dtype=np.intp)
+                  - np.asarray(self._starts, dtype=np.intp))
+        return self._coords, counts, tuple(self._local), self._order
+
     def __iter__(self) -> Iterator[ChunkProjection]:
         if self._zero_d:
             yield ChunkProjection((), (), (0,), True)
