@@ -145,18 +145,22 @@ def test_a_write_of_more_than_one_block_stores_every_slab(monkeypatch):
 @given(layout=layouts(), dtype=st.sampled_from(["<i4", ">f8", "u1", "<c8", ">i2"]),
        data=st.data())
 def test_plain_chunk_reads_match_numpy_and_the_pipeline(layout, dtype, data):
-    """Reads of plain chunks skip the codec pipeline (ChunkIO._decode_one): the same
-    values as numpy and as the pipeline, for whole chunks inside the array, edge chunks,
-    parts of chunks, selections with integers (an axis dropped), steps and points, and
-    every byte order, on a store that hands out bytes and one that lends views."""
+    """Reads of plain chunks skip the codec pipeline (ChunkIO._decode_one, and the box of
+    small whole chunks copied out at once: plain_chunks.decode_box): the same values as
+    numpy and as the pipeline, for whole chunks inside the array, edge chunks, parts of
+    chunks, a missing chunk, selections with integers (an axis dropped), steps and
+    points, and every byte order, on a store of files (no transactions), one that hands
+    out bytes and one that lends views."""
     shape, chunks = layout
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     values = (rng.random(shape) * 100).astype(dtype)
     sel = data.draw(selections(shape))
     ints = data.draw(st.lists(st.booleans(), min_size=len(shape), max_size=len(shape)))
     sel = tuple(s.start if i else s for s, i in zip(sel, ints))
+    values[tuple(slice(0, c) for c in chunks)] = 0          # chunk 0 is the fill: not stored
     with tempfile.TemporaryDirectory() as d:
-        for store in (MemoryStore(), LMDBStore(Path(d) / "x.lmdb")):
+        for store in (FilesystemStore(Path(d) / "x"), MemoryStore(),
+                      LMDBStore(Path(d) / "x.lmdb")):
             a = kvzarr.create_array(store, name="a", shape=shape, chunks=chunks, dtype=dtype,
                                     compressors=None, fill_value=0)
             a[...] = values
@@ -195,7 +199,7 @@ def test_points_gathered_from_plain_chunks_match_numpy(layout, dtype, data):
             store.close()
 
 
-def test_points_are_gathered_in_batches_and_bad_chunks_raise(monkeypatch, tmp_path):
+def test_points_and_boxes_are_read_in_batches_and_bad_chunks_raise(monkeypatch, tmp_path):
     from kvzarr.engine import chunk_io
     from kvzarr.errors import ChunkNotFoundError, CodecError
     monkeypatch.setattr(chunk_io, "_GATHER_BYTES", 3 * 16)    # three 4 x 1 chunks a batch
@@ -206,16 +210,20 @@ def test_points_are_gathered_in_batches_and_bad_chunks_raise(monkeypatch, tmp_pa
                                 compressors=None, fill_value=0)
         a[...] = values
         np.testing.assert_array_equal(a.vindex[points], values[points])
+        np.testing.assert_array_equal(a[1:9], values[1:9])   # a box of 8, in 3 slabs
         store.set("a/c/5/0", b"\0" * 15)                      # cut short
-        with pytest.raises(CodecError) as e:
-            a.vindex[points]
-        assert e.value.key == "a/c/5/0"
+        for read in (lambda: a.vindex[points], lambda: a[1:9]):
+            with pytest.raises(CodecError) as e:
+                read()
+            assert e.value.key == "a/c/5/0"
         store.erase("a/c/5/0")
-        want = values[points].copy()
-        want[2:4] = 0
+        want, whole = values[points].copy(), values.copy()
+        want[2:4] = whole[5] = 0
         np.testing.assert_array_equal(a.vindex[points], want)  # missing: the fill value
+        np.testing.assert_array_equal(a[1:9], whole[1:9])
         strict = kvzarr.open_array(store, path="a", mode="r",
                                    config={"read_missing_chunks": False})
-        with pytest.raises(ChunkNotFoundError):
-            strict.vindex[points]
+        for read in (lambda: strict.vindex[points], lambda: strict[1:9]):
+            with pytest.raises(ChunkNotFoundError):
+                read()
         store.close()

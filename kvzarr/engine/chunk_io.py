@@ -166,40 +166,89 @@ class ChunkIO:
 
     def _read(self, indexer: Indexer) -> np.ndarray:
         out = np.empty(indexer.buffer_shape, dtype=self.dtype)
-        if self._plain_chunk is not None and isinstance(indexer, CoordinateIndexer):
+        small = self._plain_chunk is not None and self._plain_chunk[2] < _SMALL_PLAIN_BYTES
+        if small and isinstance(indexer, CoordinateIndexer):
             groups = indexer.point_groups()
             if groups is not None and len(groups[0]) > 1:
                 self._gather_points(groups, out)
                 return out.reshape(indexer.shape)
-        projections = list(indexer)
-        if projections:
-            partial = self.pipeline.supports_partial
-            whole = [p for p in projections if not partial or p.is_complete_chunk]
-            parts = [p for p in projections if partial and not p.is_complete_chunk]
-            if len(whole) > 1 and not self.store.capabilities.transactional:
-                self._fetch_and_decode(whole, out)
-                whole = []
-            if len(whole) == 1 and not parts:
-                # one value (a tile): a single get is atomic, no transaction needed
-                self._decode_one(whole[0], self.store.get(self.key(whole[0].chunk_coords)),
-                                 out)
-                return out.reshape(indexer.shape)
+        box = plain_chunks.find_box(indexer, self._regular_spec.shape) if small else None
+        if box is None or math.prod(len(r) for r in box) < 2:
+            self._read_projections(list(indexer), out)
+            return out.reshape(indexer.shape)
+        # Many small plain chunks covered whole: their bytes laid end to end and copied
+        # out in one strided copy, box slab by box slab; the chunks around the box as usual
+        rest = list(indexer.projections_outside(box))
+        if self.store.capabilities.transactional:
             with self.store.transaction(write=False):
-                for p in parts:
-                    self._read_part(p, out)
-                if not whole:       # parts of shards only (a tile): nothing more to fetch
-                    return out.reshape(indexer.shape)
-                keys = [self.key(p.chunk_coords) for p in whole]
-                if self.store.streams_values:
-                    self._decode_streamed(whole, keys, out)
-                    return out.reshape(indexer.shape)
-                # Zero-copy buffers where the store has them (LMDB's map): decoded
-                # before the transaction ends, straight into the output.
-                values = self.store.get_many_views(keys)
-                total = sum(len(v) for v in values if v is not None)
-                workers.map_grouped(lambda item: self._decode_one(*item, out), list(zip(whole, values)),
-                     parallel=self._parallel(total))
+                self._read_box(indexer, box, out, self.store.get_many_views)
+                self._read_projections(rest, out)
+        else:
+            self._read_box(indexer, box, out, lambda keys: _map_probed(self.store.get, keys))
+            self._read_projections(rest, out)
         return out.reshape(indexer.shape)
+
+    def _read_box(self, indexer: Indexer, box: list[range], out: np.ndarray,
+                  fetch: Callable[[list[str]], list[Any]]) -> None:
+        """The chunks of ``box`` (all whole, plain, small) into ``out``, about
+        :data:`_GATHER_BYTES` of them at a time, their values got by ``fetch(keys)``."""
+        dtype, shape, nbytes, _ = self._plain_chunk
+        for slab in plain_chunks.slabs(box, nbytes, _GATHER_BYTES):
+            keys = plain_chunks.box_keys(indexer, slab, self.metadata.chunk_key_encoding,
+                                         self.prefix)
+            data = self._plain_run(keys, fetch(keys))
+            plain_chunks.decode_box(out, indexer, slab, shape, dtype, data)
+
+    def _plain_run(self, keys: list[str], values: list[Any]) -> bytes:
+        """The plain chunks ``values`` (of ``keys``; None: missing) laid end to end, the
+        fill chunk's bytes for a missing one; a chunk of the wrong size is a CodecError."""
+        nbytes = self._plain_chunk[2]
+        parts = []
+        for key, value in zip(keys, values):
+            if value is None:
+                if not self.config.read_missing_chunks:
+                    raise ChunkNotFoundError("chunk is missing and read_missing_chunks is "
+                                             "off", key=key)
+                value = self._fill_bytes()
+            else:
+                size = len(value) if type(value) is bytes else memoryview(value).nbytes
+                if size != nbytes:
+                    raise CodecError(f"chunk has {size} bytes, expected {nbytes} for shape "
+                                     f"{self._plain_chunk[1]} (truncated or corrupt)",
+                                     key=key)
+            parts.append(value)
+        return b"".join(parts)
+
+    def _read_projections(self, projections: list[ChunkProjection], out: np.ndarray) -> None:
+        """Each of ``projections`` read into ``out``, chunk by chunk: in one read
+        transaction where the store has them, on the pool where it has none."""
+        if not projections:
+            return
+        partial = self.pipeline.supports_partial
+        whole = [p for p in projections if not partial or p.is_complete_chunk]
+        parts = [p for p in projections if partial and not p.is_complete_chunk]
+        if len(whole) > 1 and not self.store.capabilities.transactional:
+            self._fetch_and_decode(whole, out)
+            whole = []
+        if len(whole) == 1 and not parts:
+            # one value (a tile): a single get is atomic, no transaction needed
+            self._decode_one(whole[0], self.store.get(self.key(whole[0].chunk_coords)), out)
+            return
+        with self.store.transaction(write=False):
+            for p in parts:
+                self._read_part(p, out)
+            if not whole:       # parts of shards only (a tile): nothing more to fetch
+                return
+            keys = [self.key(p.chunk_coords) for p in whole]
+            if self.store.streams_values:
+                self._decode_streamed(whole, keys, out)
+                return
+            # Zero-copy buffers where the store has them (LMDB's map): decoded before the
+            # transaction ends, straight into the output.
+            values = self.store.get_many_views(keys)
+            total = sum(len(v) for v in values if v is not None)
+            workers.map_grouped(lambda item: self._decode_one(*item, out),
+                                list(zip(whole, values)), parallel=self._parallel(total))
 
     def _fetch_and_decode(self, whole: list[ChunkProjection], out: np.ndarray) -> None:
         """Fetch and decode ``whole`` chunks of a store with no snapshot to keep (one file
@@ -229,20 +278,8 @@ class ChunkIO:
         per = max(1, _GATHER_BYTES // max(1, nbytes))
 
         def gather(b0: int, b1: int, values: list[Any]) -> None:
-            parts = []
-            for key, value in zip(keys[b0:b1], values):
-                if value is None:
-                    if not self.config.read_missing_chunks:
-                        raise ChunkNotFoundError("chunk is missing and read_missing_chunks "
-                                                 "is off", key=key)
-                    value = self._fill_bytes()
-                else:
-                    size = len(value) if type(value) is bytes else memoryview(value).nbytes
-                    if size != nbytes:
-                        raise CodecError(f"chunk has {size} bytes, expected {nbytes} for "
-                                         f"shape {shape} (truncated or corrupt)", key=key)
-                parts.append(value)
-            chunks = np.frombuffer(b"".join(parts), dtype).reshape((b1 - b0,) + shape)
+            data = self._plain_run(keys[b0:b1], values)
+            chunks = np.frombuffer(data, dtype).reshape((b1 - b0,) + shape)
             p, q = bounds[b0], bounds[b1]
             which = np.repeat(np.arange(b1 - b0, dtype=np.intp), counts[b0:b1])
             picked = chunks[(which, *(x[p:q] for x in local))]
@@ -255,16 +292,8 @@ class ChunkIO:
                 if transactional:
                     values = self.store.get_many_views(keys[b0:b1])
                 else:
-                    values = self._fetch_values(keys[b0:b1], nbytes)
+                    values = _map_probed(self.store.get, keys[b0:b1])
                 gather(b0, b1, values)
-
-    def _fetch_values(self, keys: list[str], nbytes: int) -> list[Any]:
-        """Values of ``keys`` from a store without transactions (one file per key), read
-        as :meth:`_fetch_and_decode` reads them: small ones on this thread while they come
-        from the page cache, others on the pool."""
-        if nbytes >= _SMALL_PLAIN_BYTES:
-            return workers.map_grouped(self.store.get, keys, parallel=True)
-        return _map_probed(self.store.get, keys)
 
     def _decode_streamed(self, whole: list[ChunkProjection], keys: list[str],
                          out: np.ndarray) -> None:

@@ -1,5 +1,5 @@
 """Whole chunks of a plain-bytes array (the bytes codec alone, regular grid), encoded in
-bulk for one write.
+bulk for one write, and decoded in bulk for one read.
 
 Writing many small chunks one at a time costs a round of Python per chunk: a projection,
 a slice of the value, a C-order copy, a key. For the box of chunks that a basic selection
@@ -8,6 +8,9 @@ it all: split each axis of the value into (chunks, chunk length), move the chunk
 the front, and the chunks' bytes lie one after another in one block. Each chunk is then a
 read-only view of that block, the keys are built a dimension at a time, and the chunks
 equal to the fill chunk are found with numpy.
+
+A read of many small chunks does the reverse: their bytes laid end to end are one block,
+copied into the output with one strided copy (:func:`decode_box`).
 
 Promises: a chunk's bytes are exactly those the bytes codec makes of it (the stored
 dtype's byte order, C order); the box holds only chunks whose whole region is written,
@@ -82,13 +85,35 @@ def encode_box(values: np.ndarray, indexer: ProductIndexer, box: list[range],
     rows = block.reshape(nchunks, -1).view(np.uint8)
     size = rows.shape[1]
     flat = memoryview(rows.reshape(-1))
-    names = [prefix + k for k in
-             keys.encode_grid([[dim.coords[i] for i in r] for dim, r in zip(dims, box)])]
+    names = box_keys(indexer, box, keys, prefix)
     empty = _fill_rows(rows, fill) if fill is not None else ()
     if not empty:
         return [(name, flat[i * size:(i + 1) * size]) for i, name in enumerate(names)]
     return [(name, None if i in empty else flat[i * size:(i + 1) * size])
             for i, name in enumerate(names)]
+
+
+def box_keys(indexer: ProductIndexer, box: list[range], keys: ChunkKeyEncoding,
+             prefix: str) -> list[str]:
+    """The keys of the chunks in ``box``, in C order of the box."""
+    dims = indexer.dim_projections
+    return [prefix + k for k in
+            keys.encode_grid([[dim.coords[i] for i in r] for dim, r in zip(dims, box)])]
+
+
+def decode_box(out: np.ndarray, indexer: ProductIndexer, box: list[range],
+               chunk_shape: tuple[int, ...], stored: np.dtype, data: bytes) -> None:
+    """Write into ``out`` (the read's buffer) the chunks of ``box`` whose bytes ``data``
+    holds one after another, in the order of :func:`box_keys`: the reverse of
+    :func:`encode_box`, one strided copy for the whole box."""
+    dims = indexer.dim_projections
+    counts = [len(r) for r in box]
+    ndim = len(counts)
+    block = np.frombuffer(data, dtype=stored).reshape(counts + list(chunk_shape))
+    region = out[tuple(slice(dim.out_sel[r[0]].start, dim.out_sel[r[-1]].stop)
+                       for dim, r in zip(dims, box))]
+    split = region.reshape([n for pair in zip(counts, chunk_shape) for n in pair])
+    split[...] = block.transpose([axis for i in range(ndim) for axis in (i, ndim + i)])
 
 
 def _fill_rows(rows: np.ndarray, fill: bytes) -> set[int]:
