@@ -626,8 +626,8 @@ def _one_inner_chunk(selection: tuple[Any, ...], chunk_shape: tuple[int, ...],
         if type(item) is not slice or item.step not in (None, 1):
             return None
         start, stop = item.start, item.stop
-        if (type(start) is not int or type(stop) is not int or stop - start != size
-                or start % size or not 0 <= start // size < n):
+        if (type(start) is not int or type(stop) is not int or size <= 0
+                or stop - start != size or start % size or not 0 <= start // size < n):
             return None
         flat = flat * n + start // size
     return flat

@@ -69,7 +69,8 @@ _STREAM_GROUP_BYTES = 2 * 1024 * 1024
 _SMALL_PLAIN_BYTES = 64 * 1024
 _PROBE_CHUNKS = 32
 _CACHED_READ_SECONDS = 60e-6
-#: plain chunks' bytes laid end to end at once when points are picked out of them
+#: small plain chunks' bytes laid end to end at once, to pick points out of them or copy a
+#: box of them into the output
 _GATHER_BYTES = 16 * 1024 * 1024
 #: reads and writes of at least this many chunks run with the garbage collector paused
 _GC_PAUSE_CHUNKS = 64
