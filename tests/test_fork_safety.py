@@ -17,6 +17,7 @@ import pytest
 
 import kvzarr
 from kvzarr.runtime import workers
+from kvzarr.stores.filesystem import FilesystemStore
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
 
@@ -52,17 +53,24 @@ def _run_in_child(body) -> int:
     pytest.fail("the forked child hung (work queued on threads the child does not have)")
 
 
-@pytest.mark.parametrize("store", ["memory", "sqlite"])
+@pytest.mark.parametrize("store", ["memory", "sqlite", "durable directory"])
 def test_sharded_reads_and_writes_in_a_child_after_the_parent_used_the_pool(tmp_path, store):
-    target = kvzarr.MemoryStore() if store == "memory" else str(tmp_path / "x.sqlite")
+    target = {"memory": lambda: kvzarr.MemoryStore(),
+              "sqlite": lambda: str(tmp_path / "x.sqlite"),
+              # its files are written and synced on the second pool, of sync threads
+              "durable directory": lambda: FilesystemStore(tmp_path / "d", fsync=True),
+              }[store]()
     a = _sharded(target)
     want = a[...]
     # a whole shard decoded in the parent: its 64 inner chunks run on the worker threads
     np.testing.assert_array_equal(a[:256, :256], want[:256, :256])
     assert any(t.startswith("kvzarr-worker") for t in _thread_names())
+    if store == "durable directory":
+        target.set_many([(f"other/{i}", b"x") for i in range(16)])
+        assert any(t.startswith("kvzarr-sync") for t in _thread_names())
 
     def child() -> bool:
-        b = a if store == "memory" else kvzarr.open_array(target)
+        b = kvzarr.open_array(target) if store == "sqlite" else a
         ok = np.array_equal(b[:256, :256], want[:256, :256])      # sharded read
         b[:256, :256] = -want[:256, :256]                          # sharded write
         b[5:300:7, 3] = 1.5                                        # partial shard write

@@ -29,6 +29,11 @@ def _mark_worker() -> None:
     _local.worker = True
 
 
+def _mark_sync_thread() -> None:
+    _local.worker = True         # nothing it runs fans out onto POOL either
+    _local.syncing = True
+
+
 class ForkSafeExecutor:
     """A ThreadPoolExecutor that a forked child makes anew. The child has none of the
     parent's threads, but a copied executor believes its idle ones are there and
@@ -83,6 +88,15 @@ THREADS = WORKERS
 POOL = ForkSafeExecutor(max_workers=THREADS, thread_name_prefix="kvzarr-worker",
                         initializer=_mark_worker)
 
+#: threads that mostly wait for a disk to make data durable (``fsync``): a second pool,
+#: since a wait there holds no core, and a disk (or a virtual one) works on several
+#: syncs at once. Measured on 2 cores writing and syncing 256 files of 1 MiB: 2 threads
+#: ~300 MB/s, 8 threads ~350, 16 threads ~400; the encoding stays on :data:`POOL`.
+SYNC_THREADS = 8
+
+SYNC_POOL = ForkSafeExecutor(max_workers=SYNC_THREADS, thread_name_prefix="kvzarr-sync",
+                             initializer=_mark_sync_thread)
+
 #: fewer items than this run inline in :func:`map_items`
 MIN_ITEMS = 4
 #: fewer raw (decoded) bytes than this run inline in :func:`map_items`
@@ -119,6 +133,24 @@ def map_grouped(fn: Callable[[Any], Any], items: Iterable[Any], parallel: bool) 
     # (a failed item stops the call only once no other is running: the items may be
     # views that end with the caller's transaction)
     for part in POOL.map(lambda part: [fn(item) for item in part], parts):
+        out.extend(part)
+    return out
+
+
+def map_waiting(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+    """``[fn(item) for item in items]`` on :data:`SYNC_POOL`, for items that spend their
+    time waiting for a disk (a write and its ``fsync``): up to :data:`SYNC_THREADS` wait
+    at once, in a few groups per thread. Safe from a :data:`POOL` worker (the two pools
+    never wait for each other); from a sync thread it runs inline."""
+    items = list(items)
+    if len(items) < 2 or getattr(_local, "syncing", False):
+        return [fn(item) for item in items]
+    groups = min(len(items), SYNC_THREADS * 4)
+    size = -(-len(items) // groups)
+    parts = [items[i:i + size] for i in range(0, len(items), size)]
+
+    out: list[Any] = []
+    for part in SYNC_POOL.map(lambda part: [fn(item) for item in part], parts):
         out.extend(part)
     return out
 

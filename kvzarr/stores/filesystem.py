@@ -123,6 +123,9 @@ class FilesystemStore(Store):
     #: beside it: with the common NAME_MAX of 255 bytes, names up to 210 bytes can be
     #: written as well as read. Longer ones are refused by every operation alike.
     max_segment_bytes = 255 - 1 - len(TEMP_MARKER) - 32
+    #: every value is written into its file before ``set_many`` returns: views of the
+    #: caller's array (the bulk write's plain chunks) go down without a bytes copy
+    copies_values = True
 
     def __init__(self, root: str | os.PathLike, *, read_only: bool = False,
                  fsync: bool = False, lock_timeout: float | None = None,
@@ -139,6 +142,7 @@ class FilesystemStore(Store):
         self.root = Path(root).absolute()
         self._root_prefix = os.path.join(str(self.root), "")
         self.fsync = fsync
+        self.batches_writes = fsync    # a set per chunk would sync its directory each time
         self._options = dict(read_only=read_only, fsync=fsync, lock_timeout=lock_timeout,
                              key_locks=key_locks)
         if not read_only:
@@ -462,19 +466,25 @@ class FilesystemStore(Store):
         return workers.map_grouped(self._get, keys, parallel=len(keys) >= _PARALLEL_FILES)
 
     def _set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
-        # Durable (fsync): each directory is synced once, after the last rename into it,
-        # instead of once per key. Every key is still replaced atomically; the batch is
-        # durable when this returns. (More threads waiting on fsync at once measured no
-        # faster on a virtual disk that serializes them, so the worker pool does it.)
         parallel = len(items) >= _PARALLEL_FILES
         if not self.fsync:
             set_one = self._set
             workers.map_grouped(lambda kv: set_one(*kv), items, parallel)
             return
+        # Durable: the files are written and synced by the threads that wait for the
+        # disk (workers.SYNC_POOL), several syncs at once, and each directory is synced
+        # once, after the last rename into it, instead of once per key. Every key is
+        # still replaced atomically; the batch is durable when this returns.
         unsynced: set[str] = set()
         write = self._write_key
-        workers.map_grouped(lambda kv: write(kv[0], kv[1], unsynced), items, parallel)
-        workers.map_grouped(_fsync_directory, sorted(unsynced), parallel)
+        if len(items) > 1:
+            workers.map_waiting(lambda kv: write(kv[0], kv[1], unsynced), items)
+            workers.map_waiting(_fsync_directory, sorted(unsynced))
+        else:
+            for key, value in items:
+                write(key, value, unsynced)
+            for directory in sorted(unsynced):
+                _fsync_directory(directory)
 
     def _exists_many(self, keys: Sequence[str]) -> list[bool]:
         # One stat per key, no file opened nor read (a group listing asks this of every

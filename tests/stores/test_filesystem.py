@@ -176,6 +176,42 @@ def test_durable_batch_syncs_each_directory_once_after_its_renames(
     assert store.get_many([k for k, _ in new]) == [v for _, v in new]
 
 
+def test_durable_batch_writes_several_files_at_once_on_the_sync_threads(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each file's write waits for its fsync: the batch's waits overlap on
+    # workers.SYNC_POOL. Two files meet at a barrier, which only threads writing at once
+    # pass (one thread writing them in turn would wait there until the timeout).
+    store = FilesystemStore(root, fsync=True)
+    barrier = threading.Barrier(2, timeout=30)
+    names: set[str] = set()
+    real = filesystem._write_file
+
+    def write_file(path: str, value: bytes, fsync: bool) -> None:
+        names.add(threading.current_thread().name)
+        if value in (b"meet-1", b"meet-2"):
+            barrier.wait()
+        real(path, value, fsync)
+    monkeypatch.setattr(filesystem, "_write_file", write_file)
+    items = [("g/first", b"meet-1")] + [(f"g/{i}", b"v%d" % i) for i in range(30)] \
+        + [("g/last", b"meet-2")]
+    store.set_many(items)
+    assert all(name.startswith("kvzarr-sync") for name in names), names
+    assert store.get_many([k for k, _ in items]) == [v for _, v in items]
+
+
+def test_durable_batch_failure_reaches_the_caller_and_keeps_each_key_whole(
+        root: Path) -> None:
+    store = FilesystemStore(root, fsync=True)
+    store.set("f", b"a file")
+    items = [(f"h/{i}", b"new %d" % i) for i in range(20)] + [("f/x", b"under a file")]
+    with pytest.raises(InvalidKeyError):
+        store.set_many(items)
+    got = store.get_many([k for k, _ in items[:-1]])
+    assert all(v in (None, b"new %d" % i) for i, v in enumerate(got))
+    assert store.get("f") == b"a file"
+    assert not [p for p in root.rglob("*") if TEMP_MARKER in p.name]
+
+
 def test_read_only_does_not_create_or_write(tmp_path: Path) -> None:
     missing = tmp_path / "missing"
     ro = FilesystemStore(missing, read_only=True)
