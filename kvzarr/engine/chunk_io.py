@@ -383,25 +383,29 @@ class ChunkIO:
         # Validate and convert the value before anything is read or written, so a bad
         # value leaves the store as it was.
         values = prepare_value(value, indexer, self.dtype)
-        transactional = self.store.capabilities.transactional
+        # Whole chunks go to the store in groups (set_many) when it is transactional or
+        # says groups cost it less than a set per chunk; otherwise each encoding thread
+        # stores what it encodes (_write_batch_now).
+        batched = self.store.capabilities.transactional or self.store.batches_writes
         # Plain-bytes whole chunks of a slice selection: encoded in bulk, box by box.
         box = (plain_chunks.find_box(indexer, self._regular_spec.shape)
-               if transactional and self._plain and self._regular_spec is not None
+               if batched and self._plain and self._regular_spec is not None
                else None)
         if box is None:
             projections = list(indexer)
             boxes: list[list[range]] = []
-            if self._key_lock is not None:
-                projections = [self._keeping_past_edge(p, values) for p in projections]
         else:
             projections = list(indexer.projections_outside(box))
             boxes = list(plain_chunks.slabs(box, self._nbytes_plain(), _AHEAD_BYTES))
+        if self._key_lock is not None:
+            # (a box holds only chunks of the full chunk shape, none at an edge)
+            projections = [self._keeping_past_edge(p, values) for p in projections]
         if not projections and not boxes:
             return
         pointwise = isinstance(indexer, (CoordinateIndexer, MaskIndexer))
         ready: list[tuple[str, Any]] = []
         stream: EncodeStream | None = None
-        if transactional:
+        if batched:
             # Whole chunks do not depend on what is stored: their encoding starts before
             # the write transaction, so the store's writer lock is held only once the
             # first are ready, and writers in other processes compress at the same time.
@@ -587,6 +591,18 @@ class ChunkIO:
                                        self.metadata.chunk_key_encoding, self.prefix, fill)
 
     def _store_encoded(self, items: list[tuple[str, Any]]) -> None:
+        if not items:
+            return
+        if self._key_lock is not None:
+            # No transactions: the chunks' key locks are held around their stores, so
+            # none lands between another writer's read and write of the same chunk (see
+            # _write_batch). Whole chunks depend on nothing stored: encoded unlocked.
+            with self._key_lock([k for k, _ in items]):
+                self._store_encoded_now(items)
+        else:
+            self._store_encoded_now(items)
+
+    def _store_encoded_now(self, items: list[tuple[str, Any]]) -> None:
         puts = [(k, v) for k, v in items if v is not None]
         erases = [k for k, v in items if v is None]
         if puts:
@@ -648,18 +664,21 @@ class ChunkIO:
     def _write_batch_now(self, batch: list[ChunkProjection], batch_bytes: int,
                          values: np.ndarray, lock_each: bool = False) -> None:
         """Encode and store ``batch``; ``lock_each`` (whole chunks, no transactions):
-        each chunk's key lock is taken around its own store only."""
+        the chunks' key locks are taken around their stores only, not their encoding."""
         need_old = [p for p in batch if not p.is_complete_chunk]
         olds = dict(zip((self.key(p.chunk_coords) for p in need_old),
                         self.store.get_many([self.key(p.chunk_coords) for p in need_old])))
 
         # Without transactions each pool thread stores what it encodes: disk writes
-        # overlap with encoding and no batch of encoded chunks is held in memory.
-        direct = not self.store.capabilities.transactional
+        # overlap with encoding and no batch of encoded chunks is held in memory; unless
+        # the store takes groups for less (batches_writes).
+        direct = not (self.store.capabilities.transactional or self.store.batches_writes)
+        # (lock_each: the chunks' key locks are not held yet; they are around the store)
+        store_encoded = self._store_encoded if lock_each else self._store_encoded_now
         if self._encode_shards is not None and not need_old:
             each = (lambda key, data: self._store_one(key, data, lock_each)) if direct \
                 else None
-            self._store_encoded(self._encode_whole_shards(
+            store_encoded(self._encode_whole_shards(
                 batch, values, each=each, parallel=True if direct and len(batch) > 1 else None))
             return
 
@@ -675,7 +694,7 @@ class ChunkIO:
 
         results = workers.map_grouped(work, batch, parallel=self._parallel(batch_bytes)
                        or (direct and len(batch) > 1))
-        self._store_encoded([r for r in results if r is not None])
+        store_encoded([r for r in results if r is not None])
 
     def _merged_chunk(self, p: ChunkProjection, spec: ChunkArraySpec, key: str,
                       old: bytes | None, values: np.ndarray) -> np.ndarray:

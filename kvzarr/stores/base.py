@@ -104,6 +104,11 @@ class Store(ABC):
     #: get a bytes copy. Such a view must not change until the transaction ends (LMDB
     #: replays a transaction's writes after growing its map).
     copies_values: bool = False
+    #: True when storing many keys costs less per key through one ``set_many`` than
+    #: through a ``set`` of each from the thread that encoded it (a durable filesystem
+    #: store syncs each directory once per batch and several files at once): the engine
+    #: then hands the store groups of encoded chunks, as it does a transactional store.
+    batches_writes: bool = False
 
     def __init__(self, *, read_only: bool = False) -> None:
         self.read_only = read_only

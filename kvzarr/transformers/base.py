@@ -89,6 +89,7 @@ class Transformer(Store):
         self.max_key_bytes = base.max_key_bytes
         self.copies_values = base.copies_values
         self.streams_values = base.streams_values
+        self.batches_writes = base.batches_writes
         self.capabilities = self._capabilities(base.capabilities)
         return self
 

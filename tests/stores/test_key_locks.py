@@ -26,8 +26,8 @@ from kvzarr.stores.keylocks import STRIPES, stripe_of
 CONTEXT = mp.get_context("spawn")
 
 
-def _element_writer(root: str, writer: int, writers: int, start) -> None:
-    a = kvzarr.open_array(FilesystemStore(root), path="a")
+def _element_writer(root: str, writer: int, writers: int, start, fsync: bool = False) -> None:
+    a = kvzarr.open_array(FilesystemStore(root, fsync=fsync), path="a")
     start.wait(60)
     for i in range(writer, a.shape[0], writers):
         a[i] = i + 1                     # a read-modify-write of the one shared chunk
@@ -50,14 +50,16 @@ def _run(target, args_of, n: int, start) -> None:
     assert [p.exitcode for p in procs] == [0] * n
 
 
-def test_directory_store_eight_writers_into_one_chunk_lose_nothing(tmp_path):
+@pytest.mark.parametrize("fsync", [False, True], ids=["a set per chunk", "durable, set_many"])
+def test_directory_store_eight_writers_into_one_chunk_lose_nothing(tmp_path, fsync):
     """The issue's case: 8 processes writing single elements into one chunk of a
-    directory store kept 79 of 512 writes; under the key lock every one survives."""
+    directory store kept 79 of 512 writes; under the key lock every one survives, on a
+    durable store too (whose chunks go through set_many, on its sync threads)."""
     root = str(tmp_path / "data.zarr")
     kvzarr.create_array(FilesystemStore(root), name="a", shape=(512,), chunks=(512,),
                         dtype="int32", fill_value=0)
     start = CONTEXT.Event()
-    _run(_element_writer, lambda k: (root, k, 8, start), 8, start)
+    _run(_element_writer, lambda k: (root, k, 8, start, fsync), 8, start)
     got = kvzarr.open_array(FilesystemStore(root), path="a", mode="r")[...]
     assert int((got == np.arange(1, 513)).sum()) == 512
 
@@ -201,10 +203,11 @@ def test_lock_directory_falls_back_inside_the_root_when_the_parent_is_read_only(
 
 
 class _Watched(FilesystemStore):
-    """A directory store that records, per write, whether its thread held the key lock."""
+    """A directory store that records, per chunk written, whether its thread held the
+    key lock."""
 
-    def __init__(self, root) -> None:
-        super().__init__(root)
+    def __init__(self, root, fsync: bool = False) -> None:
+        super().__init__(root, fsync=fsync)
         self.held = threading.local()
         self.sets: list[bool] = []
 
@@ -230,14 +233,22 @@ class _Watched(FilesystemStore):
             self.sets.append(self.locked())
         super()._set(key, value)
 
+    def _set_many(self, items):
+        # (a durable store writes the files on its sync threads: the lock is the caller's)
+        self.sets.extend(self.locked() for key, _ in items if "/c/" in f"/{key}")
+        super()._set_many(items)
 
+
+@pytest.mark.parametrize("fsync", [False, True], ids=["a set per chunk", "set_many"])
 def test_whole_chunks_are_encoded_outside_the_key_lock_and_stored_inside_it(
-        tmp_path, monkeypatch):
+        tmp_path, monkeypatch, fsync):
     """A whole chunk depends on nothing stored: its encoding must not hold the lock that
     other writers' read-modify-writes wait for, but its set must (it may not land between
-    another writer's read and write). A partial chunk is encoded under the lock."""
+    another writer's read and write). A partial chunk is encoded under the lock. A
+    durable store takes whole chunks in groups (batches_writes), under their locks."""
     from kvzarr.engine import chunk_io
-    store = _Watched(tmp_path / "data.zarr")
+    store = _Watched(tmp_path / "data.zarr", fsync=fsync)
+    assert store.batches_writes is fsync
     a = kvzarr.create_array(store, name="a", shape=(64, 64), chunks=(16, 16),
                             dtype="float64", fill_value=0)
     encoded_locked: list[bool] = []
