@@ -228,7 +228,7 @@ class FilesystemStore(Store):
         return fd, size
 
     def _get(self, key: str) -> bytes | None:
-        if self._current_transaction() is not None:
+        if self._pins() is not None:
             return self._read_value(key, _read_whole)
         # Outside a transaction (the chunk engine's reads of many small chunks, one per
         # pool thread): open, one fstat for the size and the link count, one read.
@@ -254,7 +254,7 @@ class FilesystemStore(Store):
     def _read_value(self, key: str, read: Callable[[int, int], bytes]) -> bytes | None:
         """``read(fd, size)`` of the key's value, None if absent. Inside a read
         transaction the file stays open until the transaction ends (see :meth:`_begin`)."""
-        pins = self._current_transaction()
+        pins = self._pins()
         if pins is None:
             opened = self._open_value(key)
             if opened is None:
@@ -281,26 +281,53 @@ class FilesystemStore(Store):
         except OSError as e:
             raise _translate(e, key) from e
 
-    # -- read transactions: every read of a key sees one version of it ---------------------
+    # -- transactions: a read sees one version of each key; a durable write syncs once ----
 
     def _begin(self, write: bool) -> Any:
         """A read transaction keeps each file it reads open (the most recent
         :data:`PINNED_FILES` of them), so every later read of that key in the transaction
         reads the same file, at the size first seen: a shard's index and the inner chunks
         it points to come from one version even while a writer renames a new shard over
-        it (a ``set``) or appends to it. A snapshot per key, not across keys."""
-        return None if write else OrderedDict()
+        it (a ``set``) or appends to it. A snapshot per key, not across keys.
+
+        A durable (``fsync``) write transaction collects the directories its writes
+        renamed files into and syncs each once when it ends: every value is durable at
+        the commit, as ``Store.set`` promises inside a transaction, and an array write's
+        groups of chunks do not each wait for their directory. Not atomic: a crash
+        before the end may keep some of its keys new and some old, each whole."""
+        if write:
+            return _DurableWrite() if self.fsync else None
+        return OrderedDict()
 
     def _commit(self, handle: Any) -> None:
+        if type(handle) is _DurableWrite:
+            # (after an exception too: what was written is there, so it is made durable)
+            directories = sorted(handle.directories)
+            if len(directories) > 1:
+                workers.map_waiting(_fsync_directory, directories)
+            elif directories:
+                _fsync_directory(directories[0])
+            return
         while handle:
             os.close(handle.popitem()[1][0])
 
     _abort = _commit
 
+    def _pins(self) -> OrderedDict | None:
+        """The files this thread's read transaction keeps open, or None."""
+        handle = self._current_transaction()
+        return handle if type(handle) is OrderedDict else None
+
+    def _unsynced(self) -> set[str] | None:
+        """Where this thread's durable write transaction collects directories to sync
+        at its end, or None (then each write syncs its own)."""
+        handle = self._current_transaction()
+        return handle.directories if type(handle) is _DurableWrite else None
+
     # -- writing ---------------------------------------------------------------------------
 
     def _set(self, key: str, value: bytes) -> None:
-        self._write_key(key, value, None)
+        self._write_key(key, value, self._unsynced() if self.fsync else None)
 
     def _write_key(self, key: str, value: bytes, unsynced: set[str] | None) -> None:
         """Write one key: a temporary file renamed over it. With ``fsync``, the file is
@@ -473,18 +500,19 @@ class FilesystemStore(Store):
             return
         # Durable: the files are written and synced by the threads that wait for the
         # disk (workers.SYNC_POOL), several syncs at once, and each directory is synced
-        # once, after the last rename into it, instead of once per key. Every key is
-        # still replaced atomically; the batch is durable when this returns.
-        unsynced: set[str] = set()
+        # once, after the last rename into it, instead of once per key: when this
+        # returns, or when the write transaction it is part of ends (see _begin). Every
+        # key is still replaced atomically.
+        outer = self._unsynced()
+        unsynced = set() if outer is None else outer
         write = self._write_key
         if len(items) > 1:
             workers.map_waiting(lambda kv: write(kv[0], kv[1], unsynced), items)
-            workers.map_waiting(_fsync_directory, sorted(unsynced))
         else:
             for key, value in items:
                 write(key, value, unsynced)
-            for directory in sorted(unsynced):
-                _fsync_directory(directory)
+        if outer is None:
+            self._commit(_DurableWrite(unsynced))
 
     def _exists_many(self, keys: Sequence[str]) -> list[bool]:
         # One stat per key, no file opened nor read (a group listing asks this of every
@@ -547,7 +575,7 @@ class FilesystemStore(Store):
             raise _translate(e, key) from e
 
     def _getsize(self, key: str) -> int | None:
-        pins = self._current_transaction()
+        pins = self._pins()
         if pins and key in pins:
             return pins[key][1]       # the size of the version this transaction reads
         path = self._file_name(key)
@@ -608,6 +636,15 @@ class FilesystemStore(Store):
 
     def __repr__(self) -> str:
         return f"FilesystemStore({str(self.root)!r})"
+
+
+class _DurableWrite:
+    """The handle of a durable write transaction: the directories to sync at its end."""
+
+    __slots__ = ("directories",)
+
+    def __init__(self, directories: set[str] | None = None) -> None:
+        self.directories: set[str] = set() if directories is None else directories
 
 
 def _make_marker(path: Path, marker: Path, key: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -174,6 +175,31 @@ def test_durable_batch_syncs_each_directory_once_after_its_renames(
         assert seen[directory][name] == value
     assert all(TEMP_MARKER not in name for files in seen.values() for name in files)
     assert store.get_many([k for k, _ in new]) == [v for _, v in new]
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["commit", "exception"])
+def test_durable_transaction_syncs_each_directory_once_at_its_end(
+        root: Path, monkeypatch: pytest.MonkeyPatch, fails: bool) -> None:
+    # Inside a write transaction a set is durable when the transaction ends (as
+    # Store.set promises); its directory waits for that end, not one sync per set. An
+    # exception does not undo the writes (no atomicity here), so they are synced too.
+    store = FilesystemStore(root, fsync=True)
+    store.set_many([("d/0", b"old"), ("e/0", b"old")])
+    seen: dict[str, dict[str, bytes]] = {}
+    synced = _record_syncs(monkeypatch, root, seen)
+    with pytest.raises(RuntimeError) if fails else contextlib.nullcontext():
+        with store.transaction():
+            store.set("d/0", b"new")
+            store.set_many([(f"d/{i}", b"v%d" % i) for i in range(1, 9)])
+            store.set("e/0", b"new")
+            assert synced == []                  # nothing synced before the end
+            if fails:
+                raise RuntimeError("stop")
+    assert sorted(synced) == ["d", "e"]
+    assert seen["d"]["0"] == b"new" and seen["d"]["8"] == b"v8" and seen["e"]["0"] == b"new"
+    synced.clear()
+    store.set("d/0", b"alone")                   # outside a transaction: synced at once
+    assert synced == ["d"]
 
 
 def test_durable_batch_writes_several_files_at_once_on_the_sync_threads(
