@@ -304,9 +304,9 @@ class FilesystemStore(Store):
             # (after an exception too: what was written is there, so it is made durable)
             directories = sorted(handle.directories)
             if len(directories) > 1:
-                workers.map_waiting(_fsync_directory, directories)
+                workers.map_waiting(_fsync_directory_if_there, directories)
             elif directories:
-                _fsync_directory(directories[0])
+                _fsync_directory_if_there(directories[0])
             return
         while handle:
             os.close(handle.popitem()[1][0])
@@ -332,8 +332,9 @@ class FilesystemStore(Store):
     def _write_key(self, key: str, value: bytes, unsynced: set[str] | None) -> None:
         """Write one key: a temporary file renamed over it. With ``fsync``, the file is
         synced before the rename and the directory after it, unless ``unsynced`` is
-        given: a durable batch (:meth:`_set_many`) collects the directories there and
-        syncs each once when all its renames are done."""
+        given: a durable batch (:meth:`_set_many`) or write transaction (:meth:`_begin`)
+        collects the directories there and syncs each once when all its renames are
+        done."""
         # The hot path of many small chunks: plain strings (a Path costs more than the
         # open), a temporary name without a random-number syscall (see _temp_suffix), and
         # the key's directory made only when the first open finds it missing.
@@ -788,6 +789,16 @@ def _fsync_directory(directory: str | Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _fsync_directory_if_there(directory: str) -> None:
+    """Sync a directory written into earlier, unless it is gone: an erase since then
+    (in this transaction or another process) emptied and removed it, and nothing
+    written there is left to make durable."""
+    try:
+        _fsync_directory(directory)
+    except FileNotFoundError:
+        pass
 
 
 def _unlink_quietly(path: str | Path) -> None:

@@ -202,6 +202,19 @@ def test_durable_transaction_syncs_each_directory_once_at_its_end(
     assert synced == ["d"]
 
 
+def test_durable_transaction_ends_well_when_its_directory_was_erased_meanwhile(
+        root: Path) -> None:
+    # An erase prunes the directories it empties: the one the transaction's set wrote
+    # into is gone by its end, with nothing left there to make durable.
+    store = FilesystemStore(root, fsync=True)
+    with store.transaction():
+        store.set("p/q/k", b"1")
+        store.set_many([("p/r/0", b"2"), ("p/r/1", b"3")])
+        store.erase("p/q/k")
+        store.erase_prefix("p/r/")
+    assert not (root / "p").exists() and list(store.list()) == []
+
+
 def test_durable_batch_writes_several_files_at_once_on_the_sync_threads(
         root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Each file's write waits for its fsync: the batch's waits overlap on
