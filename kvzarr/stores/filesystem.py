@@ -535,16 +535,30 @@ class FilesystemStore(Store):
             raise _translate(e, key) from e
         if old.st_nlink > 1:
             _drop_stale_markers(path)
-        self._prune(path.parent)
+        self._removed_from(self._prune(path.parent))
 
-    def _prune(self, directory: Path) -> None:
-        """Remove directories left empty, up to (not including) the root."""
+    def _prune(self, directory: Path) -> Path:
+        """Remove directories left empty, up to (not including) the root; return the
+        first directory kept (the one whose entry of the removed ones changed)."""
         while directory != self.root and self.root in directory.parents:
             try:
                 directory.rmdir()
             except OSError:
-                return
+                return directory
             directory = directory.parent
+        return directory
+
+    def _removed_from(self, directory: Path) -> None:
+        """With ``fsync``, make the removal of an entry of ``directory`` durable: now,
+        or when this thread's write transaction ends (see :meth:`_begin`). Without it a
+        power cut could bring an erased key back."""
+        if not self.fsync:
+            return
+        unsynced = self._unsynced()
+        if unsynced is None:
+            _fsync_directory_if_there(str(directory))
+        else:
+            unsynced.add(str(directory))
 
     def _erase_prefix(self, prefix: str) -> None:
         if not prefix:
@@ -555,6 +569,7 @@ class FilesystemStore(Store):
                     shutil.rmtree(child, onerror=_tolerate_vanished)
                 else:
                     _unlink_quietly(child)
+            self._removed_from(self.root)
             return
         target = self.root / prefix[:-1]
         try:
@@ -565,7 +580,7 @@ class FilesystemStore(Store):
             raise _translate(e, prefix) from e
         if is_dir:
             shutil.rmtree(target, onerror=_tolerate_vanished)
-            self._prune(target.parent)
+            self._removed_from(self._prune(target.parent))
 
     def _exists(self, key: str) -> bool:
         try:

@@ -215,6 +215,28 @@ def test_durable_transaction_ends_well_when_its_directory_was_erased_meanwhile(
     assert not (root / "p").exists() and list(store.list()) == []
 
 
+def test_durable_erases_sync_the_directory_that_lost_the_entry(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An unlinked file or a pruned directory is gone from its parent only once that
+    # parent is synced: until then a power cut can bring an erased key back.
+    store = FilesystemStore(root, fsync=True)
+    store.set_many([("a/b/k", b"1"), ("a/b/l", b"2"), ("a/m", b"3"), ("p/q/r/s", b"4"),
+                    ("t/u", b"5")])
+    synced = _record_syncs(monkeypatch, root, {})
+    store.erase("a/b/k")                     # a/b keeps l: the entry left a/b
+    assert synced == ["a/b"]
+    store.erase("a/b/l")                     # a/b emptied and pruned: a changed
+    assert synced[1:] == ["a"]
+    store.erase_prefix("p/q/")               # the tree, then p pruned: the root changed
+    assert synced[2:] == ["."]
+    del synced[:]
+    with store.transaction():
+        store.erase_values(["a/m", "t/u"])   # both pruned: the root, once, at the end
+        assert synced == []
+    assert synced == ["."]
+    assert list(store.list()) == []
+
+
 def test_durable_batch_writes_several_files_at_once_on_the_sync_threads(
         root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Each file's write waits for its fsync: the batch's waits overlap on
