@@ -4,7 +4,9 @@ path stores (a filesystem store takes that path; memory and LMDB take the bulk o
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
+import threading
 from itertools import product
 from pathlib import Path
 
@@ -97,9 +99,13 @@ def test_bulk_writes_store_what_chunk_by_chunk_writes_store(layout, dtype, empty
     want = np.zeros(shape, dtype=dtype)
     for sel, value in writes:
         want[sel] = value
-    with tempfile.TemporaryDirectory() as tmp:
+    # slabs of a few chunks: a box is laid out and stored slab by slab, streamed
+    slab = data.draw(st.sampled_from([None, 1, 3 * np.dtype(dtype).itemsize * 16]))
+    with tempfile.TemporaryDirectory() as tmp, _box_slabs(slab):
+        # (the durable directory store takes boxes too, under its key locks)
         stores = {"fs": FilesystemStore(Path(tmp) / "fs"), "memory": MemoryStore(),
-                  "lmdb": LMDBStore(Path(tmp) / "a.lmdb")}
+                  "lmdb": LMDBStore(Path(tmp) / "a.lmdb"),
+                  "fs-durable": FilesystemStore(Path(tmp) / "fsd", fsync=True)}
         for store in stores.values():
             a = kvzarr.create_array(
                 store, name="a", shape=shape, dtype=np.dtype(dtype).newbyteorder("="),
@@ -115,6 +121,17 @@ def test_bulk_writes_store_what_chunk_by_chunk_writes_store(layout, dtype, empty
         stores["lmdb"].close()
 
 
+@contextlib.contextmanager
+def _box_slabs(nbytes):
+    from kvzarr.engine import chunk_io
+    old = chunk_io._BOX_SLAB_BYTES
+    chunk_io._BOX_SLAB_BYTES = old if nbytes is None else nbytes
+    try:
+        yield
+    finally:
+        chunk_io._BOX_SLAB_BYTES = old
+
+
 def _random(shape, dtype, seed):
     rng = np.random.default_rng(seed)
     if dtype == "bool":
@@ -128,17 +145,34 @@ def _chunks(store):
     return {k: store.get(k) for k in store.list_prefix("a/c/")}
 
 
-def test_a_write_of_more_than_one_block_stores_every_slab(monkeypatch):
-    # cut the box into many slabs: the later ones are encoded inside the transaction
+@pytest.mark.parametrize("on_worker", [False, True], ids=["streamed", "on a pool worker"])
+def test_a_write_of_more_than_one_slab_stores_every_slab(monkeypatch, on_worker):
+    # Cut the box (10 x 2 whole chunks) into slabs of three rows of chunks: each is
+    # laid out on the stream's thread while the store takes the one before; a call on a
+    # pool worker (which may not wait for a stream) lays them out itself, in turn.
     from kvzarr.engine import chunk_io
-    monkeypatch.setattr(chunk_io, "_AHEAD_BYTES", 3 * 4 * 4 * 8)
+    from kvzarr.runtime import workers
+    monkeypatch.setattr(chunk_io, "_BOX_SLAB_BYTES", 3 * 2 * 4 * 4 * 8)
+    threads: list[str] = []
+    real = chunk_io.ChunkIO._encode_box
+
+    def encode_box(self, *args):
+        threads.append(threading.current_thread().name)
+        return real(self, *args)
+    monkeypatch.setattr(chunk_io.ChunkIO, "_encode_box", encode_box)
     store = MemoryStore()
     a = kvzarr.create_array(store, name="a", shape=(40, 9), dtype="float64", chunks=(4, 4),
                             compressors=None)
     value = np.arange(360, dtype="float64").reshape(40, 9) + 1
-    a[...] = value
+    if on_worker:
+        workers.POOL.submit(a.__setitem__, Ellipsis, value).result()
+    else:
+        a[...] = value
     np.testing.assert_array_equal(a[...], value)
     assert len(list(store.list_prefix("a/c/"))) == 10 * 3
+    assert len(threads) == 4                                  # 10 rows, 3 a slab
+    assert all(t.startswith("kvzarr-worker" if on_worker else "kvzarr-encode")
+               for t in threads), threads
 
 
 @settings(max_examples=80, deadline=None)

@@ -60,6 +60,9 @@ _WRITE_BATCH_BYTES = 64 * 1024 * 1024
 _AHEAD_BYTES = 256 * 1024 * 1024
 #: a write's encoded chunks waiting for the store at most (encode_stream.EncodeStream)
 _STREAM_WINDOW_BYTES = 64 * 1024 * 1024
+#: a box of plain chunks is laid out (plain_chunks.encode_box) in slabs of about this
+#: many bytes, each handed to the store while the next is laid out
+_BOX_SLAB_BYTES = 16 * 1024 * 1024
 #: raw bytes of small chunks one streamed task encodes and hands over together
 _STREAM_GROUP_BYTES = 2 * 1024 * 1024
 #: plain chunks smaller than this, read from a store without transactions, are probed
@@ -396,7 +399,7 @@ class ChunkIO:
             boxes: list[list[range]] = []
         else:
             projections = list(indexer.projections_outside(box))
-            boxes = list(plain_chunks.slabs(box, self._nbytes_plain(), _AHEAD_BYTES))
+            boxes = list(plain_chunks.slabs(box, self._nbytes_plain(), _BOX_SLAB_BYTES))
         if self._key_lock is not None:
             # (a box holds only chunks of the full chunk shape, none at an edge)
             projections = [self._keeping_past_edge(p, values) for p in projections]
@@ -410,11 +413,15 @@ class ChunkIO:
             # the write transaction, so the store's writer lock is held only once the
             # first are ready, and writers in other processes compress at the same time.
             budget = _AHEAD_BYTES
-            if boxes:
+            if len(boxes) > 1 and encode_stream.usable():
+                stream = self._stream_boxes(indexer, boxes, values)
+                boxes = []
+            elif boxes:
                 ready = self._encode_box(indexer, boxes.pop(0), values)
                 budget -= len(ready) * self._nbytes_plain()
-            stream, projections = self._stream_whole(projections, values)
             if stream is None:
+                stream, projections = self._stream_whole(projections, values)
+            if stream is None or self._plain:
                 ready_more, projections = self._encode_ahead(projections, values, budget)
                 ready += ready_more
         with stream or nullcontext():
@@ -536,6 +543,17 @@ class ChunkIO:
                     groups, parallel=True)
         raw = elements * self.dtype.itemsize
         return EncodeStream(produce, _STREAM_WINDOW_BYTES, raw), rest
+
+    def _stream_boxes(self, indexer: Indexer, slabs: list[list[range]], values: np.ndarray
+                      ) -> EncodeStream:
+        """A stream laying out the plain chunks of ``slabs`` one slab after another, so
+        the store writes each (a copy into LMDB's map, an archive's write) while the
+        next is laid out: both are copies of memory that release the GIL."""
+        def produce(emit: Callable[[list[tuple[str, Any]]], None]) -> None:
+            for slab in slabs:
+                emit(self._encode_box(indexer, slab, values))
+        raw = sum(math.prod(len(r) for r in slab) for slab in slabs) * self._nbytes_plain()
+        return EncodeStream(produce, _STREAM_WINDOW_BYTES, raw)
 
     def _encode_whole_shards(self, shards: list[ChunkProjection], values: np.ndarray,
                              each: Callable[[str, bytes | None], Any] | None = None,
