@@ -249,3 +249,35 @@ def test_a_hint_beyond_the_map_limit_is_no_error(tmp_path):
     assert store.get("before") == b"1" * 100_000
     assert store.get("after") == b"2" * 100_000
     store.close()
+
+
+_WRITER_USES_THE_POOL = """
+import numpy as np, sys, kvzarr
+from kvzarr.engine import chunk_io
+from kvzarr.stores.zip import ZipStore
+chunk_io._STREAM_WINDOW_BYTES = 1       # every worker waits for the writer at each chunk
+store = ZipStore(sys.argv[1], fsync=False)
+a = kvzarr.create_array(store, name="a", shape=(64, 256, 256), chunks=(1, 256, 256),
+                        dtype="float64", compressors=[{"name": "gzip",
+                                                       "configuration": {"level": 1}}])
+value = np.random.default_rng(0).normal(size=a.shape)
+for _ in range(3):
+    a[...] = value
+assert np.array_equal(a[...], value)
+store.close()
+"""
+
+
+def test_a_writer_whose_store_uses_the_pool_is_not_left_waiting_for_it(tmp_path):
+    """The zip store checksums a large group of values on the worker pool. As the
+    stream's writer it used to queue those tasks behind the encoding tasks, whose
+    workers waited (full window) for the writer to take their chunks: a hang. A
+    process of its own, so a hang fails the test instead of the session."""
+    import subprocess
+    import sys
+    try:
+        done = subprocess.run([sys.executable, "-c", _WRITER_USES_THE_POOL,
+                               str(tmp_path / "a.zip")], capture_output=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the streamed write into the zip store hung")
+    assert done.returncode == 0, done.stderr.decode()

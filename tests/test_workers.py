@@ -119,3 +119,17 @@ def test_map_waits_for_the_running_tasks_when_one_fails():
         list(workers.POOL.map(task, range(2)))
     # ThreadPoolExecutor.map would raise while task 1 still runs
     assert finished == [1]
+
+
+def test_inline_keeps_the_pool_work_on_the_calling_thread_until_the_block_ends():
+    def names(n: int) -> set[str]:
+        return set(workers.map_grouped(lambda _: threading.current_thread().name,
+                                       range(n), parallel=True))
+    me = threading.current_thread().name
+    with workers.inline():
+        assert names(64) == {me} and workers.in_worker()
+        with workers.inline():
+            pass
+        assert workers.in_worker()           # a nested block leaves the outer one on
+    assert not workers.in_worker()
+    assert all(n.startswith("kvzarr-worker") for n in names(64))

@@ -24,7 +24,10 @@ Promises:
   array) may be let go.
 
 Not for a call made on a pool worker: the worker would wait for the producer, which
-waits for the pool (the caller encodes inline instead; :func:`usable`).
+waits for the pool (the caller encodes inline instead; :func:`usable`). For the same
+reason the writer, while the stream is open, runs inline what it would hand to the pool
+(a zip store's CRC-32s, a checksum transformer's digests): the pool's workers may all
+be waiting for it to take what they encoded, with its tasks queued behind theirs.
 """
 
 from __future__ import annotations
@@ -72,11 +75,20 @@ class EncodeStream:
                                         daemon=True)
 
     def __enter__(self) -> "EncodeStream":
-        self._thread.start()
+        self._inline = workers.inline()
+        self._inline.__enter__()
+        try:
+            self._thread.start()
+        except BaseException:
+            self._inline.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.close()
+        try:
+            self.close()
+        finally:
+            self._inline.__exit__(None, None, None)
 
     def _run(self) -> None:
         try:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -186,6 +187,20 @@ def drain(futures: Iterable[Future]) -> None:
     in a store's memory map is gone once its transaction ends)."""
     running = [f for f in futures if not f.cancel()]
     wait(running)   # (a cancelled one counts as done only once a worker dequeues it)
+
+
+@contextmanager
+def inline() -> Iterator[None]:
+    """Inside the block the calling thread does itself what it would hand to
+    :data:`POOL` (as a worker does): for a thread the pool's tasks may wait for. An
+    encoding stream's writer is one: its workers wait for it to take what they encoded,
+    so work it queued behind theirs would never run."""
+    was = getattr(_local, "worker", False)
+    _local.worker = True
+    try:
+        yield
+    finally:
+        _local.worker = was
 
 
 def in_worker() -> bool:
