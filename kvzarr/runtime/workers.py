@@ -127,15 +127,7 @@ def map_grouped(fn: Callable[[Any], Any], items: Iterable[Any], parallel: bool) 
     items = list(items)
     if not parallel or len(items) < 2 or in_worker():
         return [fn(item) for item in items]
-    groups = min(len(items), WORKERS * 4)
-    size = -(-len(items) // groups)
-    parts = [items[i:i + size] for i in range(0, len(items), size)]
-    out: list[Any] = []
-    # (a failed item stops the call only once no other is running: the items may be
-    # views that end with the caller's transaction)
-    for part in POOL.map(lambda part: [fn(item) for item in part], parts):
-        out.extend(part)
-    return out
+    return _map_in_groups(POOL, WORKERS, fn, items)
 
 
 def map_waiting(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
@@ -146,12 +138,20 @@ def map_waiting(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
     items = list(items)
     if len(items) < 2 or getattr(_local, "syncing", False):
         return [fn(item) for item in items]
-    groups = min(len(items), SYNC_THREADS * 4)
+    return _map_in_groups(SYNC_POOL, SYNC_THREADS, fn, items)
+
+
+def _map_in_groups(pool: ForkSafeExecutor, threads: int, fn: Callable[[Any], Any],
+                   items: list[Any]) -> list[Any]:
+    """``[fn(item) for item in items]`` on ``pool``, in four contiguous groups per
+    thread, results in order."""
+    groups = min(len(items), threads * 4)
     size = -(-len(items) // groups)
     parts = [items[i:i + size] for i in range(0, len(items), size)]
-
     out: list[Any] = []
-    for part in SYNC_POOL.map(lambda part: [fn(item) for item in part], parts):
+    # (a failed item stops the call only once no other is running: the items may be
+    # views that end with the caller's transaction)
+    for part in pool.map(lambda part: [fn(item) for item in part], parts):
         out.extend(part)
     return out
 

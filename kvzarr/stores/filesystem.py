@@ -302,11 +302,7 @@ class FilesystemStore(Store):
     def _commit(self, handle: Any) -> None:
         if type(handle) is _DurableWrite:
             # (after an exception too: what was written is there, so it is made durable)
-            directories = sorted(handle.directories)
-            if len(directories) > 1:
-                workers.map_waiting(_fsync_directory_if_there, directories)
-            elif directories:
-                _fsync_directory_if_there(directories[0])
+            _sync_directories(handle.directories)
             return
         while handle:
             os.close(handle.popitem()[1][0])
@@ -494,10 +490,10 @@ class FilesystemStore(Store):
         return workers.map_grouped(self._get, keys, parallel=len(keys) >= _PARALLEL_FILES)
 
     def _set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
-        parallel = len(items) >= _PARALLEL_FILES
         if not self.fsync:
             set_one = self._set
-            workers.map_grouped(lambda kv: set_one(*kv), items, parallel)
+            workers.map_grouped(lambda kv: set_one(*kv), items,
+                                parallel=len(items) >= _PARALLEL_FILES)
             return
         # Durable: the files are written and synced by the threads that wait for the
         # disk (workers.SYNC_POOL), several syncs at once, and each directory is synced
@@ -507,13 +503,9 @@ class FilesystemStore(Store):
         outer = self._unsynced()
         unsynced = set() if outer is None else outer
         write = self._write_key
-        if len(items) > 1:
-            workers.map_waiting(lambda kv: write(kv[0], kv[1], unsynced), items)
-        else:
-            for key, value in items:
-                write(key, value, unsynced)
+        workers.map_waiting(lambda kv: write(kv[0], kv[1], unsynced), items)
         if outer is None:
-            self._commit(_DurableWrite(unsynced))
+            _sync_directories(unsynced)
 
     def _exists_many(self, keys: Sequence[str]) -> list[bool]:
         # One stat per key, no file opened nor read (a group listing asks this of every
@@ -804,6 +796,11 @@ def _fsync_directory(directory: str | Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _sync_directories(directories: set[str]) -> None:
+    """Sync each of ``directories`` that still exists, several at once."""
+    workers.map_waiting(_fsync_directory_if_there, sorted(directories))
 
 
 def _fsync_directory_if_there(directory: str) -> None:
