@@ -88,18 +88,34 @@ def _increment(url: str, table: str | None, n: int, barrier) -> None:
     store.close()
 
 
-def _write_generations(url: str, table: str | None, n: int, barrier) -> None:
+def _write_generations(url: str, table: str | None, n: int, barrier, midway) -> None:
     store = SQLStore(url, table=table, busy_timeout=10.0, retries=10)
     barrier.wait()
-    for gen in range(1, n + 1):
+    gen, deadline = 0, time.monotonic() + 30.0
+
+    def commit_one() -> None:
+        nonlocal gen
+        gen += 1
         with store.transaction():
             for i in range(10):
                 store.set(f"g/{i}", str(gen).encode())
+
+    for _ in range(n):
+        commit_one()
+    # A reader of a rollback-journal file can be locked out by back-to-back commits for
+    # all n of them; leave it gaps until it has read a generation in the middle, and
+    # commit one more after that, so the test always checks reads that raced the writer.
+    while time.monotonic() < deadline:
+        reader_got_in = midway.is_set()
+        time.sleep(0.002)
+        commit_one()
+        if reader_got_in:
+            break
     store.set("done", b"1")
     store.close()
 
 
-def _read_generations(url: str, table: str | None, barrier, out) -> None:
+def _read_generations(url: str, table: str | None, barrier, out, midway) -> None:
     store = SQLStore(url, table=table, busy_timeout=10.0, retries=10)
     keys = [f"g/{i}" for i in range(10)]
     torn, seen = 0, set()
@@ -115,6 +131,8 @@ def _read_generations(url: str, table: str | None, barrier, out) -> None:
             seen.add(values[0])
         if done:
             break
+        if one_by_one[0] is not None:
+            midway.set()
     store.close()
     out.put((torn, len(seen)))
 
@@ -226,9 +244,11 @@ def test_read_modify_write_in_four_processes_loses_nothing(target: Target) -> No
 def test_reader_process_never_sees_half_a_transaction(target: Target) -> None:
     target.open().close()
     ctx = mp.get_context("spawn")
-    barrier, out = ctx.Barrier(2), ctx.Queue()
-    reader = ctx.Process(target=_read_generations, args=(target.url, target.table, barrier, out))
-    writer = ctx.Process(target=_write_generations, args=(target.url, target.table, 300, barrier))
+    barrier, out, midway = ctx.Barrier(2), ctx.Queue(), ctx.Event()
+    reader = ctx.Process(target=_read_generations,
+                         args=(target.url, target.table, barrier, out, midway))
+    writer = ctx.Process(target=_write_generations,
+                         args=(target.url, target.table, 300, barrier, midway))
     _run(ctx, [reader, writer])
     torn, distinct = out.get(timeout=5)
     assert torn == 0

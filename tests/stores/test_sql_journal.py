@@ -102,11 +102,11 @@ def test_rollback_journal_read_modify_write_in_three_processes_loses_nothing(
 def test_rollback_journal_reader_never_sees_half_a_transaction(
         delete_file: base.Target) -> None:
     ctx = mp.get_context("spawn")
-    barrier, out = ctx.Barrier(2), ctx.Queue()
+    barrier, out, midway = ctx.Barrier(2), ctx.Queue(), ctx.Event()
     reader = ctx.Process(target=base._read_generations,
-                         args=(delete_file.url, None, barrier, out))
+                         args=(delete_file.url, None, barrier, out, midway))
     writer = ctx.Process(target=base._write_generations,
-                         args=(delete_file.url, None, 150, barrier))
+                         args=(delete_file.url, None, 150, barrier, midway))
     base._run(ctx, [reader, writer])
     torn, distinct = out.get(timeout=5)
     assert torn == 0
