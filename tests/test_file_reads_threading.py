@@ -12,6 +12,7 @@ import pytest
 
 import kvzarr
 from kvzarr.engine import chunk_io
+from kvzarr.runtime import workers
 from kvzarr.stores.filesystem import FilesystemStore
 
 
@@ -21,6 +22,10 @@ class SlowDisk(FilesystemStore):
     def _get(self, key: str) -> bytes | None:
         time.sleep(0.001)
         return super()._get(key)
+
+    def _read_one_into(self, key: str, place: memoryview) -> int | None:
+        time.sleep(0.001)
+        return super()._read_one_into(key, place)
 
 
 def _read_spied(monkeypatch: pytest.MonkeyPatch, array: kvzarr.Array
@@ -50,16 +55,16 @@ def test_small_plain_chunks_go_to_the_pool_only_when_reads_wait(
     kvzarr.create_array(FilesystemStore(tmp_path / "a"), shape=data.shape, chunks=(8, 8),
                         dtype="float32", compressors=None)[...] = data
     if not pool:     # "fast" whatever the machine's load: only the slow disk is slow
-        monkeypatch.setattr(chunk_io, "_CACHED_READ_SECONDS", 1.0)
+        monkeypatch.setattr(workers, "PROBE_SECONDS", 1.0)
     got, calls = _read_spied(monkeypatch, kvzarr.open_array(store_class(tmp_path / "a")))
     np.testing.assert_array_equal(got, data)
-    probe = chunk_io._PROBE_CHUNKS
+    probe = workers.PROBE_ITEMS
     assert calls == [(200 - probe, pool)]          # the probe read the first chunks itself
 
 
 def test_large_or_compressed_chunks_always_use_the_pool(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(chunk_io, "_CACHED_READ_SECONDS", 1.0)
+    monkeypatch.setattr(workers, "PROBE_SECONDS", 1.0)
     rng = np.random.default_rng(2)
     for name, shape, chunks, compressors in [
             ("64 KiB plain", (128 * 40, 128), (128, 128), None),
@@ -71,5 +76,5 @@ def test_large_or_compressed_chunks_always_use_the_pool(
                                  kvzarr.open_array(FilesystemStore(tmp_path / name)))
         np.testing.assert_array_equal(got, data)
         nchunks = (shape[0] // chunks[0]) * (shape[1] // chunks[1])
-        assert nchunks > chunk_io._PROBE_CHUNKS
+        assert nchunks > workers.PROBE_ITEMS
         assert calls == [(nchunks, True)], name

@@ -65,13 +65,9 @@ _STREAM_WINDOW_BYTES = 64 * 1024 * 1024
 _BOX_SLAB_BYTES = 16 * 1024 * 1024
 #: raw bytes of small chunks one streamed task encodes and hands over together
 _STREAM_GROUP_BYTES = 2 * 1024 * 1024
-#: plain chunks smaller than this, read from a store without transactions, are probed
-#: (ChunkIO._fetch_and_decode): the first _PROBE_CHUNKS are read on the calling thread,
-#: and the rest go to the pool only if those took over _CACHED_READ_SECONDS each (a
-#: 4 KiB chunk file read from the page cache takes ~20 us; from a disk, ~200 us)
+#: plain chunks smaller than this are read in bulk (a box of them, or the chunks points
+#: fall in); from a store without transactions the reads are probed (workers.map_probed)
 _SMALL_PLAIN_BYTES = 64 * 1024
-_PROBE_CHUNKS = 32
-_CACHED_READ_SECONDS = 60e-6
 #: small plain chunks' bytes laid end to end at once, to pick points out of them or copy a
 #: box of them into the output
 _GATHER_BYTES = 16 * 1024 * 1024
@@ -180,48 +176,45 @@ class ChunkIO:
         if box is None or math.prod(len(r) for r in box) < 2:
             self._read_projections(list(indexer), out)
             return out.reshape(indexer.shape)
-        # Many small plain chunks covered whole: their bytes laid end to end and copied
-        # out in one strided copy, box slab by box slab; the chunks around the box as usual
+        # Many small plain chunks covered whole: their bytes read end to end into one
+        # block and copied out in one strided copy, box slab by box slab; the chunks
+        # around the box as usual
         rest = list(indexer.projections_outside(box))
-        if self.store.capabilities.transactional:
-            with self.store.transaction(write=False):
-                self._read_box(indexer, box, out, self.store.get_many_views)
-                self._read_projections(rest, out)
-        else:
-            self._read_box(indexer, box, out, lambda keys: _map_probed(self.store.get, keys))
+        with self.store.transaction(write=False) if self.store.capabilities.transactional \
+                else nullcontext():
+            self._read_box(indexer, box, out)
             self._read_projections(rest, out)
         return out.reshape(indexer.shape)
 
-    def _read_box(self, indexer: Indexer, box: list[range], out: np.ndarray,
-                  fetch: Callable[[list[str]], list[Any]]) -> None:
+    def _read_box(self, indexer: Indexer, box: list[range], out: np.ndarray) -> None:
         """The chunks of ``box`` (all whole, plain, small) into ``out``, about
-        :data:`_GATHER_BYTES` of them at a time, their values got by ``fetch(keys)``."""
+        :data:`_GATHER_BYTES` of them at a time."""
         dtype, shape, nbytes, _ = self._plain_chunk
         for slab in plain_chunks.slabs(box, nbytes, _GATHER_BYTES):
             keys = plain_chunks.box_keys(indexer, slab, self.metadata.chunk_key_encoding,
                                          self.prefix)
-            data = self._plain_run(keys, fetch(keys))
-            plain_chunks.decode_box(out, indexer, slab, shape, dtype, data)
+            plain_chunks.decode_box(out, indexer, slab, shape, dtype, self._plain_block(keys))
 
-    def _plain_run(self, keys: list[str], values: list[Any]) -> bytes:
-        """The plain chunks ``values`` (of ``keys``; None: missing) laid end to end, the
-        fill chunk's bytes for a missing one; a chunk of the wrong size is a CodecError."""
+    def _plain_block(self, keys: list[str]) -> np.ndarray:
+        """The plain chunks of ``keys`` read end to end into one new block of bytes
+        (:meth:`Store.read_many_into`), the fill chunk's bytes for a missing one; a chunk
+        of the wrong size is a CodecError."""
         nbytes = self._plain_chunk[2]
-        parts = []
-        for key, value in zip(keys, values):
-            if value is None:
+        block = np.empty(len(keys) * nbytes, dtype=np.uint8)
+        sizes = self.store.read_many_into(keys, block, nbytes)
+        if sizes.count(nbytes) == len(sizes):
+            return block
+        for i, (key, size) in enumerate(zip(keys, sizes)):
+            if size is None:
                 if not self.config.read_missing_chunks:
                     raise ChunkNotFoundError("chunk is missing and read_missing_chunks is "
                                              "off", key=key)
-                value = self._fill_bytes()
-            else:
-                size = len(value) if type(value) is bytes else memoryview(value).nbytes
-                if size != nbytes:
-                    raise CodecError(f"chunk has {size} bytes, expected {nbytes} for shape "
-                                     f"{self._plain_chunk[1]} (truncated or corrupt)",
-                                     key=key)
-            parts.append(value)
-        return b"".join(parts)
+                block[i * nbytes:(i + 1) * nbytes] = np.frombuffer(self._fill_bytes(),
+                                                                   dtype=np.uint8)
+            elif size != nbytes:
+                raise CodecError(f"chunk has {size} bytes, expected {nbytes} for shape "
+                                 f"{self._plain_chunk[1]} (truncated or corrupt)", key=key)
+        return block
 
     def _read_projections(self, projections: list[ChunkProjection], out: np.ndarray) -> None:
         """Each of ``projections`` read into ``out``, chunk by chunk: in one read
@@ -266,7 +259,7 @@ class ChunkIO:
             self._decode_one(p, self.store.get(self.key(p.chunk_coords)), out)
         if self._plain and self._regular_spec is not None \
                 and self._nbytes_plain() < _SMALL_PLAIN_BYTES:
-            _map_probed(fetch, whole)
+            workers.map_probed(fetch, whole)
             return
         workers.map_grouped(fetch, whole, parallel=True)
 
@@ -281,23 +274,16 @@ class ChunkIO:
         bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
         per = max(1, _GATHER_BYTES // max(1, nbytes))
 
-        def gather(b0: int, b1: int, values: list[Any]) -> None:
-            data = self._plain_run(keys[b0:b1], values)
-            chunks = np.frombuffer(data, dtype).reshape((b1 - b0,) + shape)
-            p, q = bounds[b0], bounds[b1]
-            which = np.repeat(np.arange(b1 - b0, dtype=np.intp), counts[b0:b1])
-            picked = chunks[(which, *(x[p:q] for x in local))]
-            out[slice(p, q) if order is None else order[p:q]] = picked
-
         transactional = self.store.capabilities.transactional
         with self.store.transaction(write=False) if transactional else nullcontext():
             for b0 in range(0, len(keys), per):
                 b1 = min(len(keys), b0 + per)
-                if transactional:
-                    values = self.store.get_many_views(keys[b0:b1])
-                else:
-                    values = _map_probed(self.store.get, keys[b0:b1])
-                gather(b0, b1, values)
+                chunks = self._plain_block(keys[b0:b1]).view(dtype).reshape(
+                    (b1 - b0,) + shape)
+                p, q = bounds[b0], bounds[b1]
+                which = np.repeat(np.arange(b1 - b0, dtype=np.intp), counts[b0:b1])
+                picked = chunks[(which, *(x[p:q] for x in local))]
+                out[slice(p, q) if order is None else order[p:q]] = picked
 
     def _decode_streamed(self, whole: list[ChunkProjection], keys: list[str],
                          out: np.ndarray) -> None:
@@ -785,20 +771,6 @@ class ChunkIO:
                 policy.compacted(update.reclaimed)
             else:
                 policy.fell_back(update.reason)
-
-
-def _map_probed(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
-    """``fn`` of each item (small chunk files read, each a few system calls): the first
-    :data:`_PROBE_CHUNKS` on this thread, the rest on the pool only if those waited for
-    a disk (over :data:`_CACHED_READ_SECONDS` each). From the page cache, two threads
-    passing the GIL back and forth at every system call read at about 0.6x one thread's
-    speed; from a disk, the pool's threads overlap their waits."""
-    if len(items) <= _PROBE_CHUNKS:
-        return [fn(item) for item in items]
-    start = time.perf_counter()
-    first = [fn(item) for item in items[:_PROBE_CHUNKS]]
-    waited = (time.perf_counter() - start) / _PROBE_CHUNKS > _CACHED_READ_SECONDS
-    return first + workers.map_grouped(fn, items[_PROBE_CHUNKS:], parallel=waited)
 
 
 def _selected_shape(orth: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[int, ...]:

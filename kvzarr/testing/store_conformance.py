@@ -239,6 +239,45 @@ class StoreConformance:
             assert [None if v is None else bytes(v) for v in views] == \
                 [data["c"], None, ALL_BYTES]
 
+    def test_read_many_into(self, store: Store) -> None:
+        store.set_many([("r/0", b"abcd"), ("r/1", b"wxyz"), ("r/2", b"toolong"),
+                        ("r/3", b""), ("r/4", b"abc")])
+        keys = ["r/1", "missing", "r/2", "r/0", "r/3", "r/4", "r/1"]
+        buffer = bytearray(b"." * 4 * len(keys) + b"!")
+        sizes = store.read_many_into(keys, buffer, 4)
+        assert sizes == [4, None, 7, 4, 0, 3, 4]
+        # exact-length values in their places; the others' places untouched
+        assert bytes(buffer) == b"wxyz" + b"...." * 2 + b"abcd" + b"...." * 2 + b"wxyz!"
+        into = np.zeros((2, 4), dtype=np.uint8)                 # numpy memory too
+        assert store.read_many_into(["r/0", "r/1"], into, 4) == [4, 4]
+        assert into.tobytes() == b"abcdwxyz"
+        many = [f"rm/{i:04d}" for i in range(1200)]         # more than one SQL batch
+        store.set_many([(k, k[-4:].encode()) for k in many[1::2]])
+        big = bytearray(4 * len(many))
+        assert store.read_many_into(many, big, 4) == [4 if i % 2 else None
+                                                      for i in range(len(many))]
+        assert bytes(big[4:8]) == b"0001" and bytes(big[:4]) == bytes(4)
+        with store.transaction(write=False):        # inside a read transaction too
+            assert store.read_many_into(["r/0", "r/3"], buffer, 4) == [4, 0]
+        assert bytes(buffer[:4]) == b"abcd"
+
+    def test_read_many_into_refuses_bad_buffers_and_keys(self, store: Store) -> None:
+        store.set("r/0", b"abcd")
+        for bad in (bytes(8), bytearray(7), memoryview(bytearray(16))[::2], "text", None):
+            with pytest.raises(ValueTypeError):
+                store.read_many_into(["r/0", "r/0"], bad, 4)
+        with pytest.raises(InvalidKeyError):
+            store.read_many_into(["r/0", "../escape"], bytearray(8), 4)
+
+    def test_read_many_into_sees_the_transaction_s_own_writes(self, store: Store) -> None:
+        store.set("w/0", b"old!")
+        buffer = bytearray(8)
+        with store.transaction():
+            store.set("w/0", b"new!")
+            store.set("w/1", b"more")
+            assert store.read_many_into(["w/0", "w/1"], buffer, 4) == [4, 4]
+        assert bytes(buffer) == b"new!more"
+
     def test_iter_values(self, store: Store) -> None:
         data = self.populate(store)
         keys = ["c", "missing", "a/b", "c", "e/f/g"]
@@ -1161,6 +1200,7 @@ _OPERATIONS_ON_A_CLOSED_STORE: list[tuple[str, Any]] = [
     ("exists_many", lambda s: s.exists_many(["a/b"])),
     ("get_many_views", lambda s: s.get_many_views(["a/b"])),
     ("iter_values", lambda s: list(s.iter_values(["a/b"]))),
+    ("read_many_into", lambda s: s.read_many_into(["a/b"], bytearray(2), 2)),
     ("set", lambda s: s.set("a/b", b"x")),
     ("set_many", lambda s: s.set_many([("a/b", b"x")])),
     ("set_partial_values", lambda s: s.set_partial_values([("a/b", 0, b"x")])),

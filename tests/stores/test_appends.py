@@ -127,6 +127,10 @@ def test_a_killed_append_is_served_as_the_old_value_then_repaired(tmp_path):
                                      ("a/k", RangeRequest(9, 99))]) == [b"9abc", b"bc",
                                                                         b"9abc"]
         assert s.get_many(["a/k"]) == [b"0123456789abc"]
+        buffer = bytearray(2 * 13)          # a bulk read into place sees the old value
+        assert s.read_many_into(["a/k", "a/k"], buffer, 13) == [13, 13]
+        assert bytes(buffer) == b"0123456789abc" * 2
+        assert s.read_many_into(["a/k"], bytearray(23), 23) == [13]
         assert list(s.list()) == ["a/k"] and list(s.list_dir("a/")) == ["k"]
     assert (root / "a" / "k").stat().st_size == 23        # the file itself is torn
     with pytest.raises(AppendConflictError):              # the torn size is not a size
