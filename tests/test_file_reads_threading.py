@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import kvzarr
-from kvzarr.engine import chunk_io
 from kvzarr.runtime import workers
 from kvzarr.stores.filesystem import FilesystemStore
 
@@ -23,22 +22,30 @@ class SlowDisk(FilesystemStore):
         time.sleep(0.001)
         return super()._get(key)
 
-    def _read_one_into(self, key: str, place: memoryview) -> int | None:
-        time.sleep(0.001)
-        return super()._read_one_into(key, place)
+    def _read_run_into(self, keys, view, size, lo, hi):  # type: ignore[no-untyped-def]
+        time.sleep(0.001 * (hi - lo))
+        return super()._read_run_into(keys, view, size, lo, hi)
 
 
 def _read_spied(monkeypatch: pytest.MonkeyPatch, array: kvzarr.Array
                 ) -> tuple[np.ndarray, list[tuple[int, bool]]]:
+    """The array read whole, and (items, parallel) of each hand-off it made to the pool
+    (a map of items, or of runs of items)."""
     calls: list[tuple[int, bool]] = []
-    real = chunk_io.workers.map_grouped
+    grouped, ranges = workers.map_grouped, workers.map_ranges
 
-    def spy(fn, items, parallel):  # type: ignore[no-untyped-def]
+    def spy_grouped(fn, items, parallel):  # type: ignore[no-untyped-def]
         calls.append((len(list(items)), parallel))
-        return real(fn, items, parallel)
-    monkeypatch.setattr(chunk_io.workers, "map_grouped", spy)
+        return grouped(fn, items, parallel)
+
+    def spy_ranges(run, lo, hi, parallel):  # type: ignore[no-untyped-def]
+        calls.append((hi - lo, parallel))
+        return ranges(run, lo, hi, parallel)
+    monkeypatch.setattr(workers, "map_grouped", spy_grouped)
+    monkeypatch.setattr(workers, "map_ranges", spy_ranges)
     got = array[...]
-    monkeypatch.setattr(chunk_io.workers, "map_grouped", real)
+    monkeypatch.setattr(workers, "map_grouped", grouped)
+    monkeypatch.setattr(workers, "map_ranges", ranges)
     return got, calls
 
 

@@ -133,3 +133,23 @@ def test_inline_keeps_the_pool_work_on_the_calling_thread_until_the_block_ends()
         assert workers.in_worker()           # a nested block leaves the outer one on
     assert not workers.in_worker()
     assert all(n.startswith("kvzarr-worker") for n in names(64))
+
+
+@pytest.mark.parametrize("count", [0, 1, workers.PROBE_ITEMS, workers.PROBE_ITEMS + 1, 1000])
+@pytest.mark.parametrize("slow", [False, True], ids=["page cache", "disk waits"])
+def test_map_probed_runs_covers_every_item_once_in_order(
+        monkeypatch: pytest.MonkeyPatch, count: int, slow: bool) -> None:
+    monkeypatch.setattr(workers, "PROBE_SECONDS", 0.0 if slow else 1.0)
+    runs: list[tuple[int, int, str]] = []
+
+    def run(lo: int, hi: int) -> list[int]:
+        runs.append((lo, hi, threading.current_thread().name))
+        return [i * i for i in range(lo, hi)]
+    assert workers.map_probed_runs(run, count) == [i * i for i in range(count)]
+    covered = sorted((lo, hi) for lo, hi, _ in runs)
+    assert [i for lo, hi in covered for i in range(lo, hi)] == list(range(count))
+    on_pool = [name for _, _, name in runs if name.startswith("kvzarr-worker")]
+    # the probe on this thread; the rest on the pool only when the probe waited
+    assert bool(on_pool) == (slow and count > workers.PROBE_ITEMS + 1)
+    assert runs[0][:2] == (0, min(count, workers.PROBE_ITEMS))
+    assert not runs[0][2].startswith("kvzarr-worker")

@@ -150,18 +150,38 @@ PROBE_SECONDS = 60e-6
 
 
 def map_probed(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
-    """``[fn(item) for item in items]`` for items that are small file reads, a few
-    system calls each: the first :data:`PROBE_ITEMS` on this thread, the rest on the
-    pool only if those waited for a disk. From the page cache, two threads passing the
-    GIL back and forth at every system call read at about 0.6x one thread's speed; from
-    a disk, the pool's threads overlap their waits."""
+    """``[fn(item) for item in items]`` for items that are small file reads: as
+    :func:`map_probed_runs`."""
     items = list(items)
-    if len(items) <= PROBE_ITEMS:
-        return [fn(item) for item in items]
+    return map_probed_runs(lambda lo, hi: [fn(item) for item in items[lo:hi]], len(items))
+
+
+def map_probed_runs(run: Callable[[int, int], list[Any]], count: int) -> list[Any]:
+    """``run(0, count)``, where ``run(lo, hi)`` returns the results of items ``lo`` to
+    ``hi - 1``, each a small file read of a few system calls: the first
+    :data:`PROBE_ITEMS` on this thread, the rest on the pool only if those waited for a
+    disk. From the page cache, two threads passing the GIL back and forth at every
+    system call read at about 0.6x one thread's speed; from a disk, the pool's threads
+    overlap their waits."""
+    if count <= PROBE_ITEMS:
+        return run(0, count)
     start = time.perf_counter()
-    first = [fn(item) for item in items[:PROBE_ITEMS]]
+    first = run(0, PROBE_ITEMS)
     waited = (time.perf_counter() - start) / PROBE_ITEMS > PROBE_SECONDS
-    return first + map_grouped(fn, items[PROBE_ITEMS:], parallel=waited)
+    return first + map_ranges(run, PROBE_ITEMS, count, parallel=waited)
+
+
+def map_ranges(run: Callable[[int, int], list[Any]], lo: int, hi: int,
+               parallel: bool) -> list[Any]:
+    """``run(lo, hi)``; when ``parallel``, cut into four runs per pool thread, results in
+    order."""
+    if not parallel or hi - lo < 2 or in_worker():
+        return run(lo, hi)
+    step = -(-(hi - lo) // min(hi - lo, WORKERS * 4))
+    out: list[Any] = []
+    for part in POOL.map(lambda i: run(i, min(hi, i + step)), range(lo, hi, step)):
+        out.extend(part)
+    return out
 
 
 def _map_in_groups(pool: ForkSafeExecutor, threads: int, fn: Callable[[Any], Any],

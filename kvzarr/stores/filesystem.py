@@ -286,40 +286,45 @@ class FilesystemStore(Store):
         if self._pins() is not None:    # inside a read transaction: its pinned files
             return super()._read_many_into(keys, view, size)
         # Each file read straight into its place, on this thread from the page cache and
-        # on the pool when the disk makes the first ones wait (workers.map_probed).
-        # Each value is one pread of a whole file, atomic per key as a get.
-        read_one = self._read_one_into
-        return workers.map_probed(
-            lambda i: read_one(keys[i], view[i * size:(i + 1) * size]), range(len(keys)))
+        # on the pool when the disk makes the first ones wait (workers.map_probed_runs).
+        return workers.map_probed_runs(
+            lambda lo, hi: self._read_run_into(keys, view, size, lo, hi), len(keys))
 
-    def _read_one_into(self, key: str, place: memoryview) -> int | None:
-        """Read the key's value into ``place`` if it is exactly that long; its length,
-        None if absent (as :meth:`Store.read_many_into`)."""
-        path = self._file_name(key)
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            return None
-        except OSError as e:
-            raise _translate(e, key) from e
-        try:
-            st = os.fstat(fd)
-            if st.st_nlink == 1 and stat.S_ISREG(st.st_mode):
-                if st.st_size != len(place):
-                    return st.st_size
-                if _pread_into(fd, place) == st.st_size:
-                    return st.st_size
-        except OSError as e:
-            raise _translate(e, key) from e
-        finally:
-            os.close(fd)
-        # an append under way (a marker links the file), not a file, or a short read
-        value = self._get(key)
-        if value is None:
-            return None
-        if len(value) == len(place):
-            place[:] = value
-        return len(value)
+    def _read_run_into(self, keys: Sequence[str], view: memoryview, size: int,
+                       lo: int, hi: int) -> list[int | None]:
+        """:meth:`_read_many_into` of ``keys[lo:hi]``: per file an open, an fstat and one
+        preadv into its place, a loop kept tight (a 4 KiB file from the page cache takes
+        ~15 us of system calls). Each value is one read of a whole file, atomic per key
+        as a get; a file an append marker links, or a short read, takes :meth:`_get`."""
+        root, sizes = self._root_prefix, []
+        open_, fstat, close, is_file = os.open, os.fstat, os.close, stat.S_ISREG
+        for i in range(lo, hi):
+            key = keys[i]
+            if _MARKERS in key:
+                self._file_name(key)        # raises for a marker's name
+            try:
+                fd = open_(root + key, os.O_RDONLY)
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                sizes.append(None)
+                continue
+            except OSError as e:
+                raise _translate(e, key) from e
+            try:
+                st = fstat(fd)
+                if st.st_nlink == 1 and is_file(st.st_mode):
+                    n = st.st_size
+                    if n != size or _pread_into(fd, view[i * size:(i + 1) * size]) == n:
+                        sizes.append(n)
+                        continue
+            except OSError as e:
+                raise _translate(e, key) from e
+            finally:
+                close(fd)
+            value = self._get(key)
+            if value is not None and len(value) == size:
+                view[i * size:(i + 1) * size] = value
+            sizes.append(None if value is None else len(value))
+        return sizes
 
     # -- transactions: a read sees one version of each key; a durable write syncs once ----
 
