@@ -281,3 +281,32 @@ def test_a_writer_whose_store_uses_the_pool_is_not_left_waiting_for_it(tmp_path)
     except subprocess.TimeoutExpired:
         pytest.fail("the streamed write into the zip store hung")
     assert done.returncode == 0, done.stderr.decode()
+
+
+def test_a_stream_writer_s_zip_checksums_still_run_on_several_threads(tmp_path, monkeypatch):
+    """The writer must not queue on the pool (above), so the zip store hands its
+    checksums (and deflate) to the sync threads instead (workers.map_aside): a deflated
+    archive written through a stream is not checksummed by one thread."""
+    import threading
+    import zipfile
+
+    from kvzarr.stores import zipcommit
+    from kvzarr.stores.zip import ZipStore
+    names: set[str] = set()
+    real = zipcommit.encode_value
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        names.add(threading.current_thread().name)
+        return real(*args)
+    monkeypatch.setattr(zipcommit, "encode_value", spy)
+    store = ZipStore(tmp_path / "a.zip", fsync=False, compression=zipfile.ZIP_DEFLATED)
+    a = kvzarr.create_array(store, name="a", shape=(32, 256, 256), chunks=(1, 256, 256),
+                            dtype="float64",
+                            compressors=[{"name": "gzip", "configuration": {"level": 1}}])
+    value = np.random.default_rng(1).normal(size=a.shape)
+    a[...] = value
+    assert any(name.startswith("kvzarr-sync") for name in names), names
+    np.testing.assert_array_equal(a[...], value)
+    store.close()
+    with zipfile.ZipFile(tmp_path / "a.zip") as archive:    # a valid archive
+        assert archive.testzip() is None

@@ -127,7 +127,14 @@ def test_inline_keeps_the_pool_work_on_the_calling_thread_until_the_block_ends()
                                        range(n), parallel=True))
     me = threading.current_thread().name
     with workers.inline():
-        assert names(64) == {me} and workers.in_worker()
+        # nothing goes to the pool: shares and maps of items stay here, grouped maps
+        # go to the sync threads
+        assert workers.in_worker()
+        assert not any(n.startswith("kvzarr-worker") for n in names(64))
+        assert set(workers.share(lambda _: threading.current_thread().name,
+                                 range(8))) == {me}
+        assert set(workers.map_items(lambda _: threading.current_thread().name,
+                                     range(8), parallel=True)) == {me}
         with workers.inline():
             pass
         assert workers.in_worker()           # a nested block leaves the outer one on
@@ -153,3 +160,34 @@ def test_map_probed_runs_covers_every_item_once_in_order(
     assert bool(on_pool) == (slow and count > workers.PROBE_ITEMS + 1)
     assert runs[0][:2] == (0, min(count, workers.PROBE_ITEMS))
     assert not runs[0][2].startswith("kvzarr-worker")
+
+
+def test_map_aside_runs_on_the_sync_threads_in_order_and_inline_from_one() -> None:
+    def where(i: int) -> tuple[int, str]:
+        return i, threading.current_thread().name
+    got = workers.map_aside(where, range(40), parallel=True)
+    assert [i for i, _ in got] == list(range(40))
+    assert all(name.startswith("kvzarr-sync") for _, name in got)
+    assert workers.map_aside(where, range(5), parallel=False) == [
+        (i, threading.current_thread().name) for i in range(5)]
+    # from a sync thread (a task of map_waiting) it runs inline, never waits on itself
+    nested = workers.map_waiting(lambda i: workers.map_aside(where, [i, i + 1], True),
+                                 [0, 10])
+    for pair in nested:
+        assert pair[0][1] == pair[1][1]
+
+
+def test_map_grouped_from_an_inline_block_goes_to_the_sync_threads() -> None:
+    def where(i: int) -> str:
+        return threading.current_thread().name
+    assert all(n.startswith("kvzarr-worker") for n in workers.map_grouped(where, range(8), True))
+    with workers.inline():
+        assert workers.in_worker()
+        assert all(n.startswith("kvzarr-sync") for n in workers.map_grouped(where, range(8), True))
+    assert not workers.in_worker()
+    # a pool worker runs them itself, as does a sync thread
+    on_worker = workers.POOL.submit(lambda: workers.map_grouped(where, range(8), True)).result()
+    assert len(set(on_worker)) == 1 and on_worker[0].startswith("kvzarr-worker")
+    on_sync = workers.SYNC_POOL.submit(lambda: workers.map_grouped(where, range(8), True)
+                                       ).result()
+    assert len(set(on_sync)) == 1 and on_sync[0].startswith("kvzarr-sync")

@@ -124,9 +124,16 @@ def map_items(fn: Callable[[Any], Any], items: Iterable[Any], parallel: bool) ->
 def map_grouped(fn: Callable[[Any], Any], items: Iterable[Any], parallel: bool) -> list[Any]:
     """``[fn(item) for item in items]``, on the pool when ``parallel``. Items go to the
     threads in a few contiguous groups: one task per item costs more than a small chunk's
-    whole decode."""
+    whole decode. A pool worker or a sync thread runs them itself; a thread inside an
+    :func:`inline` block (an encoding stream's writer) hands them to the sync threads
+    instead (:func:`map_aside`): queued on the pool, they would wait behind tasks that
+    wait for that thread."""
     items = list(items)
-    if not parallel or len(items) < 2 or in_worker():
+    if not parallel or len(items) < 2 or getattr(_local, "syncing", False):
+        return [fn(item) for item in items]
+    if in_worker():
+        if getattr(_local, "aside", False):
+            return map_aside(fn, items, parallel)
         return [fn(item) for item in items]
     return _map_in_groups(POOL, WORKERS, fn, items)
 
@@ -184,6 +191,18 @@ def map_ranges(run: Callable[[int, int], list[Any]], lo: int, hi: int,
     return out
 
 
+def map_aside(fn: Callable[[Any], Any], items: Iterable[Any], parallel: bool) -> list[Any]:
+    """``[fn(item) for item in items]``, when ``parallel`` on :data:`SYNC_POOL`'s threads,
+    four groups per core: for work that releases the GIL (a checksum, a copy into
+    the page cache) done by a thread that must not queue on :data:`POOL`, such as an
+    encoding stream's writer (see :func:`inline`), whose queued tasks would wait behind
+    encoders that wait for it. From a sync thread it runs inline."""
+    items = list(items)
+    if not parallel or len(items) < 2 or getattr(_local, "syncing", False):
+        return [fn(item) for item in items]
+    return _map_in_groups(SYNC_POOL, WORKERS, fn, items)
+
+
 def _map_in_groups(pool: ForkSafeExecutor, threads: int, fn: Callable[[Any], Any],
                    items: list[Any]) -> list[Any]:
     """``[fn(item) for item in items]`` on ``pool``, in four contiguous groups per
@@ -235,15 +254,16 @@ def drain(futures: Iterable[Future]) -> None:
 @contextmanager
 def inline() -> Iterator[None]:
     """Inside the block the calling thread does itself what it would hand to
-    :data:`POOL` (as a worker does): for a thread the pool's tasks may wait for. An
-    encoding stream's writer is one: its workers wait for it to take what they encoded,
-    so work it queued behind theirs would never run."""
-    was = getattr(_local, "worker", False)
-    _local.worker = True
+    :data:`POOL` (as a worker does), and what :func:`map_grouped` would hand there goes
+    to the sync threads: for a thread the pool's tasks may wait for. An encoding
+    stream's writer is one: its workers wait for it to take what they encoded, so work
+    it queued behind theirs would never run."""
+    was = getattr(_local, "worker", False), getattr(_local, "aside", False)
+    _local.worker = _local.aside = True
     try:
         yield
     finally:
-        _local.worker = was
+        _local.worker, _local.aside = was
 
 
 def in_worker() -> bool:

@@ -82,7 +82,7 @@ class PendingAppend:
         buffers: list[Any] = []
         members: list[Member] = []
         pos = self.pos
-        # The CRC-32 (and deflate) of large values on the worker threads: zlib-ng releases
+        # The CRC-32 (and deflate) of large values on several threads: zlib-ng releases
         # the GIL for them, and one thread checksumming a bulk write was the store's
         # bottleneck. Small values stay inline, where a hand-off costs more.
         size = sum(len(value) for _, value in items)
