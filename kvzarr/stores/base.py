@@ -307,13 +307,17 @@ class Store(ABC):
                         size: int) -> list[int | None]:
         # Through the public get_many_views: a transformer's reads (checksums, a cache)
         # apply, and a zero-copy view is copied before the transaction ends.
+        # A memoryview of bytes (LMDB's) is copied as it is: casting each costs a
+        # quarter of the copy for 4 KiB values.
         sizes: list[int | None] = []
         with self.transaction(write=False):
             for i, value in enumerate(self.get_many_views(keys)):
+                kind = type(value)
                 if value is None:
                     sizes.append(None)
                     continue
-                if type(value) is not bytes:
+                if kind is not bytes and not (kind is memoryview and value.format == "B"
+                                              and value.ndim == 1):
                     value = memoryview(value).cast("B")
                 n = len(value)
                 if n == size:
