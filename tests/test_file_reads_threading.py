@@ -26,6 +26,10 @@ class SlowDisk(FilesystemStore):
         time.sleep(0.001 * (hi - lo))
         return super()._read_run_into(keys, view, size, lo, hi)
 
+    def _read_run_unlinked(self, keys, view, size, lo, hi):  # type: ignore[no-untyped-def]
+        time.sleep(0.001 * (hi - lo))
+        return super()._read_run_unlinked(keys, view, size, lo, hi)
+
 
 def _read_spied(monkeypatch: pytest.MonkeyPatch, array: kvzarr.Array
                 ) -> tuple[np.ndarray, list[tuple[int, bool]]]:

@@ -81,6 +81,15 @@ def test_encode_grid_is_encode_of_each(coords, encoding):
     assert enc.encode_grid(coords) == [enc.encode(c) for c in product(*coords)]
 
 
+@given(st.integers(0, 4).flatmap(lambda ndim: st.lists(
+           st.tuples(*[st.integers(0, 10 ** 6)] * ndim), max_size=20)),
+       st.sampled_from([("default", "/"), ("default", "."), ("v2", "."), ("v2", "/")]),
+       st.sampled_from(["", "a/", "deep/er/"]))
+def test_encode_many_is_encode_of_each(coords, encoding, prefix):
+    enc = ChunkKeyEncoding(*encoding)
+    assert enc.encode_many(coords, prefix) == [prefix + enc.encode(c) for c in coords]
+
+
 DTYPES = ["uint8", "<i2", ">i4", "float32", ">f8", "complex64", "bool"]
 
 

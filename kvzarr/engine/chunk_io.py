@@ -130,6 +130,10 @@ class ChunkIO:
     def key(self, coords: Sequence[int]) -> str:
         return self.prefix + self._encode_key(coords)
 
+    def keys(self, coords: Sequence[Sequence[int]]) -> list[str]:
+        """:meth:`key` of each of ``coords``, built a dimension at a time."""
+        return self.metadata.chunk_key_encoding.encode_many(coords, self.prefix)
+
     def stored_chunk_coords(self) -> list[tuple[int, ...]]:
         """Grid coordinates of the chunks present in the store, in key order (keys that
         are not chunk keys of this array, or lie outside its grid, are skipped)."""
@@ -270,7 +274,7 @@ class ChunkIO:
         transaction where the store has them (views are copied before it ends)."""
         coords, counts, local, order = groups
         dtype, shape, nbytes, _ = self._plain_chunk
-        keys = [self.key(c) for c in coords]
+        keys = self.keys(coords)
         bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
         per = max(1, _GATHER_BYTES // max(1, nbytes))
 

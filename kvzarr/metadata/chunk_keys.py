@@ -53,6 +53,19 @@ class ChunkKeyEncoding:
             keys = [k + t for k in keys for t in tails]
         return keys
 
+    def encode_many(self, coords: Sequence[Sequence[int]], prefix: str = "") -> list[str]:
+        """``prefix`` + :meth:`encode` of each of ``coords`` (all of one length), built a
+        dimension at a time: a read of many small chunks names thousands of them."""
+        if not coords or not coords[0]:
+            return [prefix + self.encode(c) for c in coords]
+        sep = self.separator
+        columns = list(zip(*coords))
+        head = prefix + ("c" + sep if self.name == "default" else "")
+        keys = [head + str(i) for i in columns[0]]
+        for column in columns[1:]:
+            keys = [k + sep + str(i) for k, i in zip(keys, column)]
+        return keys
+
     def decode(self, key: str, ndim: int) -> tuple[int, ...] | None:
         """Grid coordinates of a relative chunk key, or None if it is not a chunk key of
         an array with ``ndim`` dimensions."""

@@ -283,9 +283,9 @@ class Store(ABC):
     def read_many_into(self, keys: Sequence[str], buffer: Any, size: int) -> list[int | None]:
         """Read values of a known length straight into the caller's memory: the value of
         ``keys[i]`` is copied to ``buffer[i * size:(i + 1) * size]`` when it is exactly
-        ``size`` bytes long. Returns each value's length (None: absent); a value of any
-        other length is not copied, and the bytes for it and for an absent key are left
-        as they were. One read transaction, as :meth:`get_many`. ``buffer``: a writable,
+        ``size`` bytes long. Returns each value's length (None: absent). The bytes for an
+        absent key are left as they were; for a value of any other length they are
+        undefined (a store may have read part of the value into them). One read transaction, as :meth:`get_many`. ``buffer``: a writable,
         C-contiguous bytes-like object of at least ``len(keys) * size`` bytes.
 
         The chunk engine reads a box of small plain chunks this way: no value object per

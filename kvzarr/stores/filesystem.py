@@ -27,6 +27,10 @@ hash (:mod:`kvzarr.stores.keylocks`), in a directory beside the root.
   append or after a killed one therefore sees the old value, never torn bytes; a value
   is read exactly to the size its ``fstat`` saw, so an append that starts later is not
   seen half done.
+* Before its first marker in a root, an appender makes the root's
+  :data:`APPENDS_FLAG`. A bulk read of small values (``read_many_into``) in a root
+  without it skips the ``fstat``, and reads again with it if the flag appeared
+  meanwhile.
 * The next append of that key (holding the lock) truncates the file back to the
   recorded size and removes the marker. A ``set`` or ``erase`` of a file that has a
   marker removes it (the marker would keep the replaced file's bytes alive).
@@ -65,12 +69,20 @@ APPEND_MARKER = ".kvzarr-append-"
 #: The directory of the key lock files when they cannot live beside the root (see
 #: ``FilesystemStore._lock_directory``); listings never show it, keys may not use it.
 LOCK_DIR = ".kvzarr-locks"
+#: A file in the root made before the store's first append marker and never removed:
+#: where it is absent no file has a marker, and a bulk read of small values needs no
+#: link count (an ``fstat`` per file, a fifth of the read). Listings never show it, keys
+#: may not use it, ``erase_prefix("")`` keeps it.
+APPENDS_FLAG = ".kvzarr-appends"
 #: what every marker starts with: the one substring a listing checks per entry
 _MARKERS = ".kvzarr-"
 #: an append that finds its file replaced by a set this many times in a row gives up
 _APPEND_ATTEMPTS = 3
 #: a batch of at least this many files is read or written on the worker threads
 _PARALLEL_FILES = 4
+#: a bulk read of at least this many files looks for :data:`APPENDS_FLAG` (twice), to
+#: skip an fstat per file
+_UNLINKED_READS = 8
 #: a read transaction keeps at most this many files open: the chunk engine finishes one
 #: shard's reads (index, then inner chunks) before it starts the next
 PINNED_FILES = 32
@@ -102,7 +114,7 @@ _temp_suffix = _TempNames()
 
 def _hidden(name: str) -> bool:
     return _MARKERS in name and (TEMP_MARKER in name or APPEND_MARKER in name
-                                 or name == LOCK_DIR)
+                                 or name == LOCK_DIR or name == APPENDS_FLAG)
 
 
 class FilesystemStore(Store):
@@ -141,6 +153,9 @@ class FilesystemStore(Store):
             self.capabilities = replace(self.capabilities, key_locks=False)
         self.root = Path(root).absolute()
         self._root_prefix = os.path.join(str(self.root), "")
+        self._appends_flag = self._root_prefix + APPENDS_FLAG
+        #: the flag was seen: it is never removed, so once is enough
+        self._appends_seen = False
         self.fsync = fsync
         self.batches_writes = fsync    # a set per chunk would sync its directory each time
         self._options = dict(read_only=read_only, fsync=fsync, lock_timeout=lock_timeout,
@@ -195,10 +210,10 @@ class FilesystemStore(Store):
         """The key's file as a string: reads use it as is, since building a Path costs
         more than the ``open`` itself (keys are checked: no ``..``, no leading ``/``)."""
         if _MARKERS in key and (TEMP_MARKER in key or APPEND_MARKER in key
-                                or LOCK_DIR in key.split("/")):
+                                or any(_hidden(segment) for segment in key.split("/"))):
             raise InvalidKeyError(
                 f"keys may not contain {TEMP_MARKER!r} or {APPEND_MARKER!r}, nor a "
-                f"segment {LOCK_DIR!r}", key=key)
+                f"segment {LOCK_DIR!r} or {APPENDS_FLAG!r}", key=key)
         return self._root_prefix + key
 
     # -- reading: exactly the size a marker allows ----------------------------------------
@@ -287,8 +302,23 @@ class FilesystemStore(Store):
             return super()._read_many_into(keys, view, size)
         # Each file read straight into its place, on this thread from the page cache and
         # on the pool when the disk makes the first ones wait (workers.map_probed_runs).
+        # Where no append was ever made no file has a marker, so the link count (an
+        # fstat) is not needed: the flag is made before the first marker, so if it is
+        # still absent after the reads, none of them met a marker; if it appeared
+        # meanwhile, the files are read again with their link counts.
+        if len(keys) >= _UNLINKED_READS and not self._appends_made():
+            sizes = workers.map_probed_runs(
+                lambda lo, hi: self._read_run_unlinked(keys, view, size, lo, hi), len(keys))
+            if not self._appends_made():
+                return sizes
         return workers.map_probed_runs(
             lambda lo, hi: self._read_run_into(keys, view, size, lo, hi), len(keys))
+
+    def _appends_made(self) -> bool:
+        """Whether :data:`APPENDS_FLAG` is there (an append may have left a marker)."""
+        if not self._appends_seen:
+            self._appends_seen = os.path.lexists(self._appends_flag)
+        return self._appends_seen
 
     def _read_run_into(self, keys: Sequence[str], view: memoryview, size: int,
                        lo: int, hi: int) -> list[int | None]:
@@ -320,11 +350,49 @@ class FilesystemStore(Store):
                 raise _translate(e, key) from e
             finally:
                 close(fd)
-            value = self._get(key)
-            if value is not None and len(value) == size:
-                view[i * size:(i + 1) * size] = value
-            sizes.append(None if value is None else len(value))
+            self._read_slowly_into(key, view, size, i, sizes)
         return sizes
+
+    def _read_run_unlinked(self, keys: Sequence[str], view: memoryview, size: int,
+                           lo: int, hi: int) -> list[int | None]:
+        """:meth:`_read_run_into` where no file has a marker: per file an open and one
+        preadv of ``size`` + 1 bytes (the value, and a spare byte that is read only if
+        the file is longer), no fstat. A file of any other length, or not a regular
+        file, takes :meth:`_get` (its place may have been written meanwhile)."""
+        root, sizes, spare = self._root_prefix, [], bytearray(1)
+        open_, close, read_into = os.open, os.close, _pread_into_spare
+        for i in range(lo, hi):
+            key = keys[i]
+            if _MARKERS in key:
+                self._file_name(key)        # raises for a marker's name
+            try:
+                fd = open_(root + key, os.O_RDONLY)
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                sizes.append(None)
+                continue
+            except OSError as e:
+                raise _translate(e, key) from e
+            try:
+                n = read_into(fd, view[i * size:(i + 1) * size], spare)
+            except IsADirectoryError:
+                n = -1
+            except OSError as e:
+                raise _translate(e, key) from e
+            finally:
+                close(fd)
+            if n == size:
+                sizes.append(n)
+            else:
+                self._read_slowly_into(key, view, size, i, sizes)
+        return sizes
+
+    def _read_slowly_into(self, key: str, view: memoryview, size: int, i: int,
+                          sizes: list[int | None]) -> None:
+        """The general path of one key of :meth:`_read_many_into`: :meth:`_get`."""
+        value = self._get(key)
+        if value is not None and len(value) == size:
+            view[i * size:(i + 1) * size] = value
+        sizes.append(None if value is None else len(value))
 
     # -- transactions: a read sees one version of each key; a durable write syncs once ----
 
@@ -488,6 +556,7 @@ class FilesystemStore(Store):
         """Write ``data`` at ``size`` under the marker that records ``size`` (the lock is
         held). A failed write takes the file back to ``size`` before the marker goes."""
         marker = path.with_name(f".{path.name}{APPEND_MARKER}{size}")
+        self._flag_appends()
         _make_marker(path, marker, key)
         try:
             if self.fsync:
@@ -505,6 +574,19 @@ class FilesystemStore(Store):
         os.unlink(marker)
         if self.fsync:
             _fsync_directory(path.parent)       # the append is not undone after a power cut
+
+    def _flag_appends(self) -> None:
+        """Make :data:`APPENDS_FLAG` if it is not there (on disk first, with ``fsync``):
+        from then on every read of this root checks link counts. Looked for at every
+        append, not remembered, so that a flag removed by hand is made again."""
+        if os.path.lexists(self._appends_flag):
+            return
+        try:
+            os.close(os.open(self._appends_flag, os.O_WRONLY | os.O_CREAT, 0o644))
+        except OSError as e:
+            raise _translate(e, APPENDS_FLAG) from e
+        if self.fsync:
+            _fsync_directory(str(self.root))
 
     def _recover(self, path: Path, fd: int, st: os.stat_result, key: str) -> int:
         """With the lock held on a file that has more than one link: undo a killed append
@@ -600,8 +682,9 @@ class FilesystemStore(Store):
     def _erase_prefix(self, prefix: str) -> None:
         if not prefix:
             for child in list(self.root.iterdir()) if self.root.exists() else []:
-                if child.name == LOCK_DIR:
-                    continue    # other writers may hold locks in it right now
+                if child.name in (LOCK_DIR, APPENDS_FLAG):
+                    continue    # other writers may hold locks in it right now; the
+                                # flag must outlive every marker
                 if child.is_dir() and not child.is_symlink():
                     shutil.rmtree(child, onerror=_tolerate_vanished)
                 else:
@@ -811,10 +894,21 @@ if hasattr(os, "preadv"):
     def _pread_into(fd: int, place: memoryview) -> int:
         """Bytes read from the start of the file into ``place``, no copy in between."""
         return os.preadv(fd, [place], 0)
+
+    def _pread_into_spare(fd: int, place: memoryview, spare: bytearray) -> int:
+        """Bytes read from the start of the file into ``place``, then into ``spare``:
+        ``len(place)`` means the file is exactly that long (more fills the spare)."""
+        return os.preadv(fd, [place, spare], 0)
 else:   # (Windows)
     def _pread_into(fd: int, place: memoryview) -> int:
         data = os.pread(fd, len(place), 0)
         place[:len(data)] = data
+        return len(data)
+
+    def _pread_into_spare(fd: int, place: memoryview, spare: bytearray) -> int:
+        data = os.pread(fd, len(place) + len(spare), 0)
+        if len(data) == len(place):
+            place[:] = data
         return len(data)
 
 

@@ -242,12 +242,18 @@ class StoreConformance:
     def test_read_many_into(self, store: Store) -> None:
         store.set_many([("r/0", b"abcd"), ("r/1", b"wxyz"), ("r/2", b"toolong"),
                         ("r/3", b""), ("r/4", b"abc")])
-        keys = ["r/1", "missing", "r/2", "r/0", "r/3", "r/4", "r/1"]
+        # (enough keys for a store's bulk path: the directory store's reads without
+        # link counts start at 8)
+        keys = ["r/1", "missing", "r/2", "r/0", "r/3", "r/4", "r/1", "r/0", "missing"]
         buffer = bytearray(b"." * 4 * len(keys) + b"!")
         sizes = store.read_many_into(keys, buffer, 4)
-        assert sizes == [4, None, 7, 4, 0, 3, 4]
-        # exact-length values in their places; the others' places untouched
-        assert bytes(buffer) == b"wxyz" + b"...." * 2 + b"abcd" + b"...." * 2 + b"wxyz!"
+        assert sizes == [4, None, 7, 4, 0, 3, 4, 4, None]
+        # exact-length values in their places, absent keys' places untouched (other
+        # lengths' places are undefined), nothing past the end
+        places = [bytes(buffer[4 * i:4 * i + 4]) for i in range(len(keys))]
+        assert [places[i] for i in (0, 1, 3, 6, 7, 8)] == \
+            [b"wxyz", b"....", b"abcd", b"wxyz", b"abcd", b"...."]
+        assert buffer[-1:] == b"!"
         into = np.zeros((2, 4), dtype=np.uint8)                 # numpy memory too
         assert store.read_many_into(["r/0", "r/1"], into, 4) == [4, 4]
         assert into.tobytes() == b"abcdwxyz"

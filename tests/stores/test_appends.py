@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from kvzarr.errors import (AppendConflictError, InvalidKeyError, SchemaVersionError,
                            StoreFullError, UnsupportedOperationError)
 from kvzarr.stores.byteranges import OffsetRequest, RangeRequest, SuffixRequest
-from kvzarr.stores.filesystem import APPEND_MARKER, TEMP_MARKER, FilesystemStore
+from kvzarr.stores.filesystem import APPEND_MARKER, APPENDS_FLAG, TEMP_MARKER, FilesystemStore
 from kvzarr.stores.sql import SCHEMA_VERSION, SQLStore, migrations_dir, upgrade
 
 from .conftest import BACKENDS
@@ -108,6 +108,7 @@ def _killed_append(root: Path, key: str, torn: bytes) -> Path:
     naming the size before the append) and part of the new bytes."""
     path = root / key
     marker = path.with_name(f".{path.name}{APPEND_MARKER}{path.stat().st_size}")
+    (root / APPENDS_FLAG).touch()       # an appender makes the flag before its marker
     os.link(path, marker)
     with open(path, "ab") as f:
         f.write(torn)
@@ -159,13 +160,56 @@ def test_writes_over_a_killed_append_drop_its_marker(tmp_path, how):
 
 def test_marker_and_temporary_names_are_not_keys(tmp_path):
     store = FilesystemStore(tmp_path / "d")
-    for key in (f"a/.k{APPEND_MARKER}3", f"x{APPEND_MARKER}", f"a/b{TEMP_MARKER}1"):
+    for key in (f"a/.k{APPEND_MARKER}3", f"x{APPEND_MARKER}", f"a/b{TEMP_MARKER}1",
+                APPENDS_FLAG, f"a/{APPENDS_FLAG}/b"):
         with pytest.raises(InvalidKeyError):
             store.set(key, b"v")
         with pytest.raises(InvalidKeyError):
             store.get(key)
     store.set("a/my.kvzarr-file", b"kept")                # a name merely alike is a key
     assert list(store.list()) == ["a/my.kvzarr-file"]
+
+
+def test_the_first_append_flags_the_root_for_good(tmp_path):
+    root = tmp_path / "d"
+    store = FilesystemStore(root)
+    store.set_many([("a/x", b"abcd"), ("b", b"v")])
+    assert sorted(os.listdir(root)) == ["a", "b"]         # nothing of kvzarr's before
+    store.append("b", b"w", expected_size=1)
+    assert (root / APPENDS_FLAG).is_file()                 # made before the marker
+    assert list(store.list()) == ["a/x", "b"] and list(store.list_dir("")) == ["a/", "b"]
+    store.erase_prefix("")                                 # outlives every marker
+    assert (root / APPENDS_FLAG).is_file() and list(store.list()) == []
+
+
+def test_a_bulk_read_without_link_counts_reads_again_when_an_append_began(tmp_path,
+                                                                           monkeypatch):
+    """Where no append was ever made, read_many_into reads each file without its link
+    count; an append that begins during the read (it flags the root before it makes its
+    marker) has the files read again with their link counts: a torn append of exactly
+    the requested length is never served."""
+    root = tmp_path / "d"
+    store, other = FilesystemStore(root), FilesystemStore(root)
+    keys = [f"a/{i}" for i in range(10)] + ["a", "a/missing"]
+    store.set_many([(k, b"0123456789abc") for k in keys[:10]] + [("a/3", b"0123456789"),
+                                                                   ("b", b"1")])
+    plain = FilesystemStore._read_run_unlinked
+    calls = []
+
+    def racing(self, *args):
+        if not calls:          # another writer appends, and is killed, during the read
+            other.append("b", b"2", expected_size=1)
+            _killed_append(root, "a/3", b"abc")            # 13 bytes, 10 of them the value
+        calls.append(args[3:])
+        return plain(self, *args)
+    monkeypatch.setattr(FilesystemStore, "_read_run_unlinked", racing)
+    buffer = bytearray(13 * len(keys))
+    sizes = store.read_many_into(keys, buffer, 13)
+    assert calls == [(0, len(keys))]                       # the unlinked read ran ...
+    assert sizes == [13, 13, 13, 10] + [13] * 6 + [None, None]   # ... and was not used
+    assert bytes(buffer[:13]) == b"0123456789abc"
+    calls.append("no more")                                # flagged: link counts from now
+    assert store.read_many_into(keys, buffer, 13) == sizes and calls[-1] == "no more"
 
 
 def test_a_file_with_other_hard_links_is_not_appended_in_place(tmp_path):
@@ -188,7 +232,8 @@ def test_fsync_appends(tmp_path):
     for i in range(5):
         store.append("k", bytes([66 + i]), expected_size=1 + i)
     assert store.get("k") == b"aBCDEF"
-    assert sorted(os.listdir(tmp_path / "d")) == ["k"]
+    # no marker left; the flag that appends were made stays
+    assert sorted(os.listdir(tmp_path / "d")) == [APPENDS_FLAG, "k"]
 
 
 def _append_records(root: str, worker: int, n: int) -> None:
@@ -246,7 +291,7 @@ def test_a_full_disk_during_an_append_keeps_the_old_value(tiny_disk):  # noqa: F
     with pytest.raises(StoreFullError):
         store.append("k", os.urandom(4 << 20), expected_size=3)
     assert store.get("k") == b"old" and (tiny_disk / "d" / "k").stat().st_size == 3
-    assert sorted(os.listdir(tiny_disk / "d")) == ["k"]
+    assert sorted(os.listdir(tiny_disk / "d")) == [APPENDS_FLAG, "k"]      # no marker
     store.append("k", b"+", expected_size=3)
     assert store.get("k") == b"old+"
 
