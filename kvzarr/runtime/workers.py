@@ -105,6 +105,11 @@ MIN_ITEMS = 4
 MIN_BYTES = 256 * 1024
 
 
+def in_sync_thread() -> bool:
+    """Whether this thread is one of :data:`SYNC_POOL`'s."""
+    return getattr(_local, "syncing", False)
+
+
 def worth_threads(count: int, raw_bytes: int) -> bool:
     """Whether ``count`` items of ``raw_bytes`` in all are worth handing to the pool:
     small batches run inline, where the hand-off would cost more than it saves."""

@@ -4,9 +4,11 @@ Specification: stores/filesystem.md.
 
 Every write is atomic per key: the value goes to a temporary file in the key's directory
 and is renamed over the key, so a reader or a crash sees the old value or the new one,
-never a torn file. There is no atomicity across keys; a write ``transaction()`` only groups
-work, and a read transaction reads one version of each key (it keeps the files it reads
-open: a shard's index and its inner chunks come from the same file).
+never a torn file. The file a rename replaces is given a second name first and
+unlinked by a sync thread (:mod:`.graves`): freeing it is not the writer's wait. There
+is no atomicity across keys; a write ``transaction()`` only groups work, and a read
+transaction reads one version of each key (it keeps the files it reads open: a shard's
+index and its inner chunks come from the same file).
 
 ``key_lock(keys)`` is the advisory lock the chunk engine holds around every
 read-modify-write of a chunk, shard or ``zarr.json`` (no lost updates between writers in
@@ -58,6 +60,7 @@ from ..errors import (AppendConflictError, InvalidKeyError, KvzarrError, StoreEr
                       StoreFullError, StorePermissionError, UnsupportedOperationError)
 from .byteranges import ByteRequest, request_span
 from ..runtime import workers
+from . import graves
 from .base import Capabilities, Store, check_append_size, no_append_target
 from .keylocks import KeyLockTable
 
@@ -198,6 +201,7 @@ class FilesystemStore(Store):
         return inside
 
     def _close(self) -> None:
+        graves.flush()
         self._locks.close()
 
     def _reopen_args(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -464,20 +468,34 @@ class FilesystemStore(Store):
                     self._make_directory(directory, key, unsynced)
                     _write_file(tmp, value, fsync)
                 try:
-                    old_links = os.lstat(path).st_nlink   # does a marker link the old file?
+                    old = os.lstat(path)
                 except FileNotFoundError:
-                    old_links = 1
+                    old = None
+                # the old file gets a second name, so that freeing it is not part of
+                # the rename (graves.py); one that a marker links keeps its only name
+                grave = None
+                if old is not None and old.st_nlink == 1 and stat.S_ISREG(old.st_mode):
+                    grave = f"{path[:cut + 1]}.{path[cut + 1:]}{TEMP_MARKER}{_temp_suffix()}"
+                    try:
+                        os.link(path, grave)
+                    except OSError:
+                        grave = None
                 try:
                     os.replace(tmp, path)
                 except BaseException:
                     _unlink_quietly(tmp)
+                    if grave is not None:
+                        _unlink_quietly(grave)
                     raise
                 if fsync:                        # makes the rename itself durable
                     if unsynced is None:
                         _fsync_directory(directory)
                     else:
                         unsynced.add(directory)
-                if old_links > 1:
+                if grave is not None:
+                    graves.bury(grave, old.st_size,
+                                lambda: self._prune_after_grave(directory))
+                elif old is not None and old.st_nlink > 1:
                     _drop_stale_markers(Path(path))  # a killed append's marker of the old file
                 return
             except FileNotFoundError:
@@ -491,6 +509,14 @@ class FilesystemStore(Store):
             except OSError as e:
                 _unlink_quietly(tmp)
                 raise _translate(e, key) from e
+
+    def _prune_after_grave(self, directory: str) -> None:
+        """Once a replaced file's grave is gone: take away the directories that leaves
+        empty (an erase of the key meanwhile could not, with the grave in it)."""
+        start = Path(directory)
+        kept = self._prune(start)
+        if kept != start:
+            self._removed_from(kept)
 
     def _make_directory(self, directory: str, key: str, unsynced: set[str] | None) -> None:
         """Make the key's directory and any missing parent. With ``fsync``, the parent of
