@@ -242,6 +242,24 @@ class ZipStore(Store):
         found = self._located(*self._view(), key)
         return None if found is None else found[0].read(found[1])
 
+    def _read_many_into(self, keys: Sequence[str], view: memoryview,
+                        size: int) -> list[int | None]:
+        # One archive for the whole batch (the read transaction's, or the one at the
+        # path now), each member of that size read straight into its place
+        # (ArchiveFile.read_into); no value object, no copy.
+        archive, txn = self._view()
+        located, sizes = self._located, []
+        for i, key in enumerate(keys):
+            found = located(archive, txn, key)
+            if found is None:
+                sizes.append(None)
+                continue
+            file, m = found
+            if m.size == size:
+                file.read_into(m, view[i * size:(i + 1) * size])
+            sizes.append(m.size)
+        return sizes
+
     streams_values = True
 
     def iter_values(self, keys: Sequence[str]) -> Iterator[tuple[int, Any]]:

@@ -142,6 +142,19 @@ class ArchiveFile:
                                         path=self.path)
         return data
 
+    def read_into(self, m: Member, place: memoryview) -> None:
+        """:meth:`read` of ``m`` into ``place`` (exactly ``m.size`` bytes long): a stored
+        member straight from the file, its CRC-32 checked where it landed."""
+        if m.method != zipfile.ZIP_STORED:
+            place[:] = self.read(m)
+            return
+        if m.csize != m.size or os.preadv(self.fd, [place], self.data_offset(m)) != m.size:
+            raise StoreError("corrupt zip archive: member data cut short", key=m.name,
+                             path=self.path)
+        if zlib_ng.crc32(place) != m.crc:
+            raise ChecksumMismatchError("zip member does not match its CRC-32", key=m.name,
+                                        path=self.path)
+
     def _decode(self, m: Member, decoder: Any, data: bytes) -> bytes:
         """``data`` decompressed by ``decoder``, stopping one byte past the member's size
         (a member that decodes to more is damaged: the CRC check then refuses it)."""

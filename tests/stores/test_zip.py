@@ -266,6 +266,23 @@ def test_range_reads_seek_into_the_member_and_full_reads_check_the_crc(path: Pat
         with pytest.raises(ChecksumMismatchError) as err:
             store.get("v")
         assert err.value.key == "v"
+        with pytest.raises(ChecksumMismatchError) as err:   # read straight into place
+            store.read_many_into(["v"], bytearray(len(value)), len(value))
+        assert err.value.key == "v"
+        # a member of another length is not read: its length is the answer
+        assert store.read_many_into(["v", "w"], bytearray(8), 4) == [len(value), None]
+
+
+def test_read_many_into_reads_stored_and_deflated_members_in_place(path: Path) -> None:
+    values = {f"k/{i}": np.random.default_rng(i).bytes(512) for i in range(6)}
+    with ZipStore(path, compression=zipfile.ZIP_DEFLATED) as store:
+        store.set_many(list(values.items())[:3])
+    with ZipStore(path) as store:                     # stored members, appended
+        store.set_many(list(values.items())[3:])
+        keys = list(values) + ["k/missing"]
+        buffer = bytearray(512 * len(keys))
+        assert store.read_many_into(keys, buffer, 512) == [512] * 6 + [None]
+        assert bytes(buffer[:512 * 6]) == b"".join(values.values())
 
 
 def test_deflated_members(path: Path) -> None:
