@@ -565,6 +565,8 @@ class FilesystemStore(Store):
                 if not stat.S_ISREG(st.st_mode):
                     raise no_append_target(key)
                 size = st.st_size if st.st_nlink == 1 else self._recover(path, fd, st, key)
+                if size is None:
+                    continue          # a set is replacing the file: append to the new one
                 check_append_size(key, size, expected_size)
                 if data:
                     self._append_marked(path, fd, size, data, key)
@@ -614,11 +616,13 @@ class FilesystemStore(Store):
         if self.fsync:
             _fsync_directory(str(self.root))
 
-    def _recover(self, path: Path, fd: int, st: os.stat_result, key: str) -> int:
+    def _recover(self, path: Path, fd: int, st: os.stat_result, key: str) -> int | None:
         """With the lock held on a file that has more than one link: undo a killed append
         (truncate to the size its marker records, then remove the marker) and return the
         value's size. Other hard links to the file (made by someone else) would see an
-        append in place: refused, so the caller falls back to rewriting the value."""
+        append in place: refused, so the caller falls back to rewriting the value. None
+        when the other link is the grave of a set replacing the file (graves.py): the
+        caller starts again on the file the set puts there."""
         sizes = _markers_of(path, st)
         size = st.st_size
         if sizes:
@@ -631,6 +635,8 @@ class FilesystemStore(Store):
             if self.fsync:
                 _fsync_directory(path.parent)
         if os.fstat(fd).st_nlink > 1:
+            if _has_grave(path, st):
+                return None
             raise UnsupportedOperationError(
                 "the file has other hard links, which an append in place would change too",
                 key=key)
@@ -870,6 +876,25 @@ def _size_before_append(path: Path, st: os.stat_result,
             return st.st_size
         st = again
     raise StoreError("the value kept changing while its size was read", key=key)
+
+
+def _has_grave(path: Path, st: os.stat_result) -> bool:
+    """Whether a set is replacing the file ``st`` describes: its grave (the second name
+    a set gives the file it replaces, see graves.py) links it."""
+    prefix = f".{path.name}{TEMP_MARKER}"
+    try:
+        entries = list(os.scandir(path.parent))
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    for entry in entries:
+        if entry.name.startswith(prefix):
+            try:
+                gst = os.lstat(entry.path)
+            except FileNotFoundError:
+                continue
+            if (gst.st_ino, gst.st_dev) == (st.st_ino, st.st_dev):
+                return True
+    return False
 
 
 def _drop_stale_markers(path: Path) -> None:

@@ -212,6 +212,23 @@ def test_a_bulk_read_without_link_counts_reads_again_when_an_append_began(tmp_pa
     assert store.read_many_into(keys, buffer, 13) == sizes and calls[-1] == "no more"
 
 
+def test_an_append_meeting_a_set_half_done_starts_again(tmp_path):
+    """A set gives the file it replaces a second name (its grave) just before its
+    rename: an appender that meets the file then waits for the new one, and gives up
+    with a conflict if the rename never comes (not "other hard links")."""
+    root = tmp_path / "d"
+    store = FilesystemStore(root)
+    store.set("k", b"value")
+    grave = root / f".k{TEMP_MARKER}{'0' * 32}"
+    os.link(root / "k", grave)                   # a set stopped between link and rename
+    with pytest.raises(AppendConflictError, match="again and again"):
+        store.append("k", b"!", expected_size=5)
+    assert store.get("k") == b"value"
+    os.unlink(grave)                             # the set's sync thread took it away
+    store.append("k", b"!", expected_size=5)
+    assert store.get("k") == b"value!"
+
+
 def test_a_file_with_other_hard_links_is_not_appended_in_place(tmp_path):
     root = tmp_path / "d"
     store = FilesystemStore(root)
