@@ -29,10 +29,10 @@ hash (:mod:`kvzarr.stores.keylocks`), in a directory beside the root.
   append or after a killed one therefore sees the old value, never torn bytes; a value
   is read exactly to the size its ``fstat`` saw, so an append that starts later is not
   seen half done.
-* Before its first marker in a root, an appender makes the root's
-  :data:`APPENDS_FLAG`. A bulk read of small values (``read_many_into``) in a root
-  without it skips the ``fstat``, and reads again with it if the flag appeared
-  meanwhile.
+* Before its first marker in a root, an appender marks the root directory itself
+  (the extended attribute :data:`APPENDS_XATTR`). A bulk read of small values
+  (``read_many_into``) in a root without it skips the ``fstat``, and reads again with
+  it if the mark appeared meanwhile.
 * The next append of that key (holding the lock) truncates the file back to the
   recorded size and removes the marker. A ``set`` or ``erase`` of a file that has a
   marker removes it (the marker would keep the replaced file's bytes alive).
@@ -72,18 +72,18 @@ APPEND_MARKER = ".kvzarr-append-"
 #: The directory of the key lock files when they cannot live beside the root (see
 #: ``FilesystemStore._lock_directory``); listings never show it, keys may not use it.
 LOCK_DIR = ".kvzarr-locks"
-#: A file in the root made before the store's first append marker and never removed:
-#: where it is absent no file has a marker, and a bulk read of small values needs no
-#: link count (an ``fstat`` per file, a fifth of the read). Listings never show it, keys
-#: may not use it, ``erase_prefix("")`` keeps it.
-APPENDS_FLAG = ".kvzarr-appends"
+#: The extended attribute of the root directory set before the store's first append
+#: marker and never removed: where it is absent no file has a marker, and a bulk read of
+#: small values needs no link count (an ``fstat`` per file, a fifth of the read). An
+#: attribute, not a file: other Zarr readers listing the root see nothing of it.
+APPENDS_XATTR = "user.kvzarr.appends"
 #: what every marker starts with: the one substring a listing checks per entry
 _MARKERS = ".kvzarr-"
 #: an append that finds its file replaced by a set this many times in a row gives up
 _APPEND_ATTEMPTS = 3
 #: a batch of at least this many files is read or written on the worker threads
 _PARALLEL_FILES = 4
-#: a bulk read of at least this many files looks for :data:`APPENDS_FLAG` (twice), to
+#: a bulk read of at least this many files looks for :data:`APPENDS_XATTR` (twice), to
 #: skip an fstat per file
 _UNLINKED_READS = 8
 #: a read transaction keeps at most this many files open: the chunk engine finishes one
@@ -117,7 +117,7 @@ _temp_suffix = _TempNames()
 
 def _hidden(name: str) -> bool:
     return _MARKERS in name and (TEMP_MARKER in name or APPEND_MARKER in name
-                                 or name == LOCK_DIR or name == APPENDS_FLAG)
+                                 or name == LOCK_DIR)
 
 
 class FilesystemStore(Store):
@@ -156,8 +156,7 @@ class FilesystemStore(Store):
             self.capabilities = replace(self.capabilities, key_locks=False)
         self.root = Path(root).absolute()
         self._root_prefix = os.path.join(str(self.root), "")
-        self._appends_flag = self._root_prefix + APPENDS_FLAG
-        #: the flag was seen: it is never removed, so once is enough
+        #: the root's appends mark was seen: it is never removed, so once is enough
         self._appends_seen = False
         self.fsync = fsync
         self.batches_writes = fsync    # a set per chunk would sync its directory each time
@@ -214,10 +213,10 @@ class FilesystemStore(Store):
         """The key's file as a string: reads use it as is, since building a Path costs
         more than the ``open`` itself (keys are checked: no ``..``, no leading ``/``)."""
         if _MARKERS in key and (TEMP_MARKER in key or APPEND_MARKER in key
-                                or any(_hidden(segment) for segment in key.split("/"))):
+                                or LOCK_DIR in key.split("/")):
             raise InvalidKeyError(
                 f"keys may not contain {TEMP_MARKER!r} or {APPEND_MARKER!r}, nor a "
-                f"segment {LOCK_DIR!r} or {APPENDS_FLAG!r}", key=key)
+                f"segment {LOCK_DIR!r}", key=key)
         return self._root_prefix + key
 
     # -- reading: exactly the size a marker allows ----------------------------------------
@@ -307,9 +306,9 @@ class FilesystemStore(Store):
         # Each file read straight into its place, on this thread from the page cache and
         # on the pool when the disk makes the first ones wait (workers.map_probed_runs).
         # Where no append was ever made no file has a marker, so the link count (an
-        # fstat) is not needed: the flag is made before the first marker, so if it is
-        # still absent after the reads, none of them met a marker; if it appeared
-        # meanwhile, the files are read again with their link counts.
+        # fstat) is not needed: the root is marked before the first marker is made, so
+        # if it is still unmarked after the reads, none of them met a marker; if the
+        # mark appeared meanwhile, the files are read again with their link counts.
         if len(keys) >= _UNLINKED_READS and not self._appends_made():
             sizes = workers.map_probed_runs(
                 lambda lo, hi: self._read_run_unlinked(keys, view, size, lo, hi), len(keys))
@@ -319,9 +318,10 @@ class FilesystemStore(Store):
             lambda lo, hi: self._read_run_into(keys, view, size, lo, hi), len(keys))
 
     def _appends_made(self) -> bool:
-        """Whether :data:`APPENDS_FLAG` is there (an append may have left a marker)."""
+        """Whether the root has :data:`APPENDS_XATTR`, or cannot tell (no extended
+        attributes there): an append may have left a marker."""
         if not self._appends_seen:
-            self._appends_seen = os.path.lexists(self._appends_flag)
+            self._appends_seen = _appends_marked(str(self.root))
         return self._appends_seen
 
     def _read_run_into(self, keys: Sequence[str], view: memoryview, size: int,
@@ -584,7 +584,7 @@ class FilesystemStore(Store):
         """Write ``data`` at ``size`` under the marker that records ``size`` (the lock is
         held). A failed write takes the file back to ``size`` before the marker goes."""
         marker = path.with_name(f".{path.name}{APPEND_MARKER}{size}")
-        self._flag_appends()
+        self._mark_appends(key)
         _make_marker(path, marker, key)
         try:
             if self.fsync:
@@ -603,18 +603,32 @@ class FilesystemStore(Store):
         if self.fsync:
             _fsync_directory(path.parent)       # the append is not undone after a power cut
 
-    def _flag_appends(self) -> None:
-        """Make :data:`APPENDS_FLAG` if it is not there (on disk first, with ``fsync``):
-        from then on every read of this root checks link counts. Looked for at every
-        append, not remembered, so that a flag removed by hand is made again."""
-        if os.path.lexists(self._appends_flag):
-            return
+    def _mark_appends(self, key: str) -> None:
+        """Set the root's :data:`APPENDS_XATTR` if it is not set (on disk first, with
+        ``fsync``): from then on every bulk read of this root checks link counts. Where
+        the root has no extended attributes readers always check them, and nothing is
+        set; where the mark cannot be set for another reason the append is refused (a
+        marker without it could be served torn): UnsupportedOperationError, after which
+        kvzarr's shard writer rewrites the shard instead."""
+        if not hasattr(os, "setxattr"):
+            return                      # (not Linux) readers always check link counts
+        root = str(self.root)
         try:
-            os.close(os.open(self._appends_flag, os.O_WRONLY | os.O_CREAT, 0o644))
+            os.getxattr(root, APPENDS_XATTR)
+            return
         except OSError as e:
-            raise _translate(e, APPENDS_FLAG) from e
+            if e.errno not in _NO_ATTRIBUTE:
+                return                  # no attributes here: readers check link counts
+        try:
+            os.setxattr(root, APPENDS_XATTR, b"1")
+        except OSError as e:
+            if e.errno in _NO_XATTRS:
+                return
+            raise UnsupportedOperationError(
+                f"the store's root cannot be marked for appends ({e.strerror})",
+                key=key) from e
         if self.fsync:
-            _fsync_directory(str(self.root))
+            _fsync_directory(root)
 
     def _recover(self, path: Path, fd: int, st: os.stat_result, key: str) -> int | None:
         """With the lock held on a file that has more than one link: undo a killed append
@@ -714,9 +728,8 @@ class FilesystemStore(Store):
     def _erase_prefix(self, prefix: str) -> None:
         if not prefix:
             for child in list(self.root.iterdir()) if self.root.exists() else []:
-                if child.name in (LOCK_DIR, APPENDS_FLAG):
-                    continue    # other writers may hold locks in it right now; the
-                                # flag must outlive every marker
+                if child.name == LOCK_DIR:
+                    continue    # other writers may hold locks in it right now
                 if child.is_dir() and not child.is_symlink():
                     shutil.rmtree(child, onerror=_tolerate_vanished)
                 else:
@@ -876,6 +889,24 @@ def _size_before_append(path: Path, st: os.stat_result,
             return st.st_size
         st = again
     raise StoreError("the value kept changing while its size was read", key=key)
+
+
+#: getxattr's "no such attribute" (ENODATA on Linux, ENOATTR elsewhere)
+_NO_ATTRIBUTE = {getattr(errno, name) for name in ("ENODATA", "ENOATTR") if hasattr(errno, name)}
+#: "this filesystem has no extended attributes"
+_NO_XATTRS = {getattr(errno, name) for name in ("ENOTSUP", "EOPNOTSUPP") if hasattr(errno, name)}
+
+
+def _appends_marked(root: str) -> bool:
+    """Whether ``root`` has :data:`APPENDS_XATTR`, or may have it: True unless the
+    attribute is certainly absent (or the root is: then there is no file either)."""
+    if not hasattr(os, "getxattr"):
+        return True
+    try:
+        os.getxattr(root, APPENDS_XATTR)
+    except OSError as e:
+        return not (e.errno in _NO_ATTRIBUTE or e.errno == errno.ENOENT)
+    return True
 
 
 def _has_grave(path: Path, st: os.stat_result) -> bool:
