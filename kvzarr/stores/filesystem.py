@@ -617,7 +617,7 @@ class FilesystemStore(Store):
             os.getxattr(root, APPENDS_XATTR)
             return
         except OSError as e:
-            if e.errno not in _NO_ATTRIBUTE:
+            if e.errno in _NO_XATTRS:
                 return                  # no attributes here: readers check link counts
         try:
             os.setxattr(root, APPENDS_XATTR, b"1")
@@ -892,9 +892,11 @@ def _size_before_append(path: Path, st: os.stat_result,
 
 
 #: getxattr's "no such attribute" (ENODATA on Linux, ENOATTR elsewhere)
-_NO_ATTRIBUTE = {getattr(errno, name) for name in ("ENODATA", "ENOATTR") if hasattr(errno, name)}
+_NO_ATTRIBUTE = {getattr(errno, name) for name in ("ENODATA", "ENOATTR")
+                 if hasattr(errno, name)}
 #: "this filesystem has no extended attributes"
-_NO_XATTRS = {getattr(errno, name) for name in ("ENOTSUP", "EOPNOTSUPP") if hasattr(errno, name)}
+_NO_XATTRS = {getattr(errno, name) for name in ("ENOTSUP", "EOPNOTSUPP")
+              if hasattr(errno, name)}
 
 
 def _appends_marked(root: str) -> bool:
