@@ -83,6 +83,10 @@ _MARKERS = ".kvzarr-"
 _APPEND_ATTEMPTS = 3
 #: a batch of at least this many files is read or written on the worker threads
 _PARALLEL_FILES = 4
+#: metadata documents get no grave (graves.py) when replaced: they are small, and they
+#: live in the directories other Zarr readers list to find a group's members, where a
+#: grave would show for a moment as an object they do not recognise
+_NODE_DOCUMENTS = frozenset({"zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata"})
 #: a bulk read of at least this many files looks for :data:`APPENDS_XATTR` (twice), to
 #: skip an fstat per file
 _UNLINKED_READS = 8
@@ -474,7 +478,8 @@ class FilesystemStore(Store):
                 # the old file gets a second name, so that freeing it is not part of
                 # the rename (graves.py); one that a marker links keeps its only name
                 grave = None
-                if old is not None and old.st_nlink == 1 and stat.S_ISREG(old.st_mode):
+                if (old is not None and old.st_nlink == 1 and stat.S_ISREG(old.st_mode)
+                        and path[cut + 1:] not in _NODE_DOCUMENTS):
                     grave = f"{path[:cut + 1]}.{path[cut + 1:]}{TEMP_MARKER}{_temp_suffix()}"
                     try:
                         os.link(path, grave)

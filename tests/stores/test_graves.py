@@ -104,3 +104,13 @@ def test_a_file_with_other_links_is_replaced_without_a_grave(tmp_path, no_draine
     store.set("k", b"new")
     assert _temporary_names(root) == []             # not given a grave: left as it was
     assert (root / ".other-link").read_bytes() == b"0123"
+
+
+def test_metadata_documents_get_no_grave(tmp_path, no_drainer):
+    """Other Zarr readers list node directories to find members: no grave there."""
+    root = tmp_path / "d"
+    store = FilesystemStore(root)
+    store.set_many([("zarr.json", b"{}"), ("g/zarr.json", b"{}"), ("g/.zattrs", b"{}")])
+    store.set_many([("zarr.json", b"{ }"), ("g/zarr.json", b"{ }"), ("g/.zattrs", b"{ }")])
+    assert _temporary_names(root) == []
+    assert store.get("g/zarr.json") == b"{ }"
