@@ -191,3 +191,40 @@ def test_map_grouped_from_an_inline_block_goes_to_the_sync_threads() -> None:
     on_sync = workers.SYNC_POOL.submit(lambda: workers.map_grouped(where, range(8), True)
                                        ).result()
     assert len(set(on_sync)) == 1 and on_sync[0].startswith("kvzarr-sync")
+
+
+def test_start_grouped_runs_while_the_caller_works_and_returns_in_order() -> None:
+    started = threading.Event()
+
+    def item(i: int) -> tuple[int, str]:
+        started.set()
+        return i * i, threading.current_thread().name
+    pending = workers.start_grouped(item, range(30), True)
+    # the groups run without the caller asking for them
+    assert started.wait(5)
+    got = pending.result()
+    assert [v for v, _ in got] == [i * i for i in range(30)]
+    assert all(name.startswith("kvzarr-worker") for _, name in got)
+    # not parallel: nothing runs until asked, then on the caller's thread
+    ran: list[int] = []
+    lazy = workers.start_grouped(lambda i: ran.append(i) or threading.current_thread().name,
+                                 range(4), False)
+    assert ran == []
+    assert set(lazy.result()) == {threading.current_thread().name} and ran == [0, 1, 2, 3]
+
+
+def test_start_grouped_raises_the_failure_after_the_running_groups_end() -> None:
+    finished: list[int] = []
+
+    def item(i: int) -> int:
+        if i == 3:
+            raise ValueError("item 3")
+        time.sleep(0.01)
+        finished.append(i)
+        return i
+    pending = workers.start_grouped(item, range(16), True)
+    with pytest.raises(ValueError, match="item 3"):
+        pending.result()
+    count = len(finished)
+    time.sleep(0.1)
+    assert len(finished) == count, "no group still ran after the failure reached the caller"

@@ -133,14 +133,48 @@ def map_grouped(fn: Callable[[Any], Any], items: Iterable[Any], parallel: bool) 
     :func:`inline` block (an encoding stream's writer) hands them to the sync threads
     instead (:func:`map_aside`): queued on the pool, they would wait behind tasks that
     wait for that thread."""
+    return start_grouped(fn, items, parallel).result()
+
+
+class Started:
+    """Results of :func:`start_grouped` on their way: :meth:`result` waits for them, in
+    the order of the items, and :meth:`drain` lets them go (a caller whose own work
+    failed: no task may still read what it lets go next)."""
+
+    def __init__(self, futures: list[Future], inline_run: Callable[[], list[Any]] | None
+                 ) -> None:
+        self._futures, self._inline_run = futures, inline_run
+
+    def result(self) -> list[Any]:
+        if self._inline_run is not None:
+            return self._inline_run()
+        out: list[Any] = []
+        try:
+            for future in self._futures:
+                out.extend(future.result())
+        except BaseException:
+            drain(self._futures)
+            raise
+        return out
+
+    def drain(self) -> None:
+        drain(self._futures)
+
+
+def start_grouped(fn: Callable[[Any], Any], items: Iterable[Any], parallel: bool
+                  ) -> Started:
+    """:func:`map_grouped`, begun: the groups go to the threads now and the caller does
+    other work (a write of the same buffers) before it asks for the results. Where
+    :func:`map_grouped` would run the items itself, they run when asked for."""
     items = list(items)
+    pool, threads = POOL, WORKERS
     if not parallel or len(items) < 2 or getattr(_local, "syncing", False):
-        return [fn(item) for item in items]
-    if in_worker():
-        if getattr(_local, "aside", False):
-            return map_aside(fn, items, parallel)
-        return [fn(item) for item in items]
-    return _map_in_groups(POOL, WORKERS, fn, items)
+        pool = None
+    elif in_worker():
+        pool = SYNC_POOL if getattr(_local, "aside", False) else None   # map_aside's
+    if pool is None:
+        return Started([], lambda: [fn(item) for item in items])
+    return Started(_submit_groups(pool, threads, fn, items), None)
 
 
 def map_waiting(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
@@ -212,15 +246,25 @@ def _map_in_groups(pool: ForkSafeExecutor, threads: int, fn: Callable[[Any], Any
                    items: list[Any]) -> list[Any]:
     """``[fn(item) for item in items]`` on ``pool``, in four contiguous groups per
     thread, results in order."""
-    groups = min(len(items), threads * 4)
-    size = -(-len(items) // groups)
-    parts = [items[i:i + size] for i in range(0, len(items), size)]
-    out: list[Any] = []
     # (a failed item stops the call only once no other is running: the items may be
     # views that end with the caller's transaction)
-    for part in pool.map(lambda part: [fn(item) for item in part], parts):
-        out.extend(part)
-    return out
+    return Started(_submit_groups(pool, threads, fn, items), None).result()
+
+
+def _submit_groups(pool: ForkSafeExecutor, threads: int, fn: Callable[[Any], Any],
+                   items: list[Any]) -> list[Future]:
+    """One task per contiguous group of ``items``, four groups per thread."""
+    groups = min(len(items), threads * 4)
+    size = -(-len(items) // groups)
+    run = lambda part: [fn(item) for item in part]  # noqa: E731
+    futures: list[Future] = []
+    try:
+        for i in range(0, len(items), size):
+            futures.append(pool.submit(run, items[i:i + size]))
+    except BaseException:
+        drain(futures)
+        raise
+    return futures
 
 
 def share(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:

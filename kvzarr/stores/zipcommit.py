@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,9 @@ from zlib_ng import zlib_ng
 
 from ..runtime import workers
 from .zipappend import UNKNOWN, CommitRecord, datasync, write_record
-from .zipformat import (ArchiveFile, ArchiveWriter, BytesOut, Member, copy_member,
-                        dos_datetime, encode_value, write_directory, write_local_header)
+from .zipformat import (LOCAL_CRC_AT, ArchiveFile, ArchiveWriter, BytesOut, Member,
+                        copy_member, dos_datetime, encode_value, stored_member,
+                        write_directory, write_local_header)
 
 #: Temporary archives are named ``.<archive name>.kvzarr-tmp-<hex>`` in the same directory.
 TEMP_MARKER = ".kvzarr-tmp-"
@@ -79,32 +81,62 @@ class PendingAppend:
             compresslevel: int | None) -> list[Member]:
         """Append ``items`` (name, bytes-like value) as new members, in one write."""
         stamp = dos_datetime(time.localtime()[:6])
-        buffers: list[Any] = []
-        members: list[Member] = []
-        pos = self.pos
         # The CRC-32 (and deflate) of large values on several threads: zlib-ng releases
         # the GIL for them, and one thread checksumming a bulk write was the store's
         # bottleneck. Small values stay inline, where a hand-off costs more.
         size = sum(len(value) for _, value in items)
         parallel = (workers.worth_threads(len(items), size)
                     and size >= _PARALLEL_VALUE_BYTES * len(items))
+        if parallel and compression == zipfile.ZIP_STORED:
+            return self._add_stored(items, stamp)
         encoded = workers.map_grouped(
             lambda item: encode_value(item[0], item[1], stamp, compression, compresslevel),
             items, parallel)
-        for m, data in encoded:
+        members = [m for m, _ in encoded]
+        self._write(members, [data for _, data in encoded])
+        return members
+
+    def _add_stored(self, items: Sequence[tuple[str, Any]], stamp: tuple[int, int]
+                    ) -> list[Member]:
+        """Values stored as they are, checksummed on the worker threads while this
+        thread writes them: their local headers go out with a CRC-32 of 0 and are
+        patched once the sums are in. No reader looks past the archive's old end before
+        the commit's directory is there, and a failure cuts the members away. (Summing
+        first and writing after took ~1.4x as long for a 256 MiB write.)"""
+        sums = workers.start_grouped(lambda item: zlib_ng.crc32(item[1]), items, True)
+        members = [stored_member(name, len(value), stamp) for name, value in items]
+        start = self.pos
+        try:
+            self._write(members, [value for _, value in items])
+            crcs = sums.result()
+            for m, crc in zip(members, crcs):
+                m.crc = crc
+                os.pwrite(self.fd, crc.to_bytes(4, "little"), m.header_offset + LOCAL_CRC_AT)
+        except BaseException:
+            sums.drain()
+            if self.pos != start:
+                self.pos = start
+                os.ftruncate(self.fd, start)
+            raise
+        return members
+
+    def _write(self, members: list[Member], datas: Sequence[Any]) -> None:
+        """Lay ``members`` (with their stored ``datas``) out from :attr:`pos` and write
+        them in one go; a failed write leaves none of them behind."""
+        buffers: list[Any] = []
+        pos = self.pos
+        for m, data in zip(members, datas):
             m.header_offset = pos
             head = BytesOut(pos, self.zip64_limit)
             write_local_header(head, m)
             buffers += (head.data, data)
             pos = head.pos + len(data)
-            members.append(m)
         try:
             write_at(self.fd, buffers, self.pos)
         except BaseException:
             os.ftruncate(self.fd, self.pos)      # no half member stays behind
             raise
         self.pos = pos
-        return members
 
     def directory(self, live: list[Member], comment: bytes) -> BytesOut:
         """The central directory and end records of ``live``, to go at the end."""

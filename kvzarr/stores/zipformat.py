@@ -52,6 +52,9 @@ from zlib_ng import zlib_ng
 from ..errors import ChecksumMismatchError, StoreError, UnsupportedOperationError
 
 LOCAL = struct.Struct("<4s2B4HL2L2H")        # local file header, 30 bytes
+#: where the CRC-32 sits in a local file header (after signature, versions, flags, method,
+#: time and date)
+LOCAL_CRC_AT = struct.calcsize("<4s2B4H")
 CENTRAL = struct.Struct("<4s4B4HL2L5H2L")    # central directory header, 46 bytes
 EOCD = struct.Struct("<4s4H2LH")             # end of central directory, 22 bytes
 EOCD64 = struct.Struct("<4sQ2H2L4Q")         # ZIP64 end of central directory, 56 bytes
@@ -418,6 +421,13 @@ def encode_value(name: str, value: bytes, stamp: tuple[int, int], compression: i
             method, data = zipfile.ZIP_DEFLATED, packed
     return Member(name, 0, method, crc, len(data), len(value), stamp[0], stamp[1],
                   _DEFAULT_ATTR, 0), data
+
+
+def stored_member(name: str, size: int, stamp: tuple[int, int]) -> Member:
+    """A new member for a value of ``size`` bytes stored as it is, its CRC-32 still 0
+    (the caller fills it in) and its header offset still 0."""
+    return Member(name, 0, zipfile.ZIP_STORED, 0, size, size, stamp[0], stamp[1],
+                  _DEFAULT_ATTR, 0)
 
 
 def copy_member(out: ArchiveWriter, old: ArchiveFile, src: Member) -> Member:

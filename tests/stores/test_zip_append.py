@@ -86,6 +86,34 @@ def test_large_values_checksummed_on_the_worker_threads_stay_in_order(
     assert zip_contents(path) == values
 
 
+def test_a_checksum_failing_while_stored_values_are_written_leaves_no_member(
+        path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # stored values are written while the threads sum them; a sum that fails must cut
+    # what was written, and the store go on from the archive as it was
+    values = [(f"c/{i}", bytes([i]) * 300_000) for i in range(8)]
+    with ZipStore(path, fsync=False) as store:
+        store.set("before", b"old")
+        size = path.stat().st_size
+        real = zipcommit.zlib_ng.crc32
+        calls = []
+
+        def failing(data: object) -> int:
+            calls.append(1)
+            if len(calls) == 5:
+                raise MemoryError("simulated")
+            return real(data)
+
+        monkeypatch.setattr(zipcommit.zlib_ng, "crc32", failing)
+        with pytest.raises(MemoryError):
+            store.set_many(values)
+        assert len(calls) >= 5
+        monkeypatch.setattr(zipcommit.zlib_ng, "crc32", real)
+        assert path.stat().st_size == size
+        assert zip_contents(path) == {"before": b"old"}
+        store.set_many(values)
+    assert zip_contents(path) == {"before": b"old", **dict(values)}
+
+
 @pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
 def test_zipfile_reads_the_archive_after_every_appending_commit(path: Path,
                                                                 compression: int) -> None:
