@@ -69,6 +69,7 @@ from .keylocks import flock_until
 from ..runtime import workers
 from ..runtime.process import current_pid
 from .overlay import DELETED, merged_keys
+from .writeback import FileWriteback, available as writeback_available
 from .ziparchive import ArchiveVersion as _Archive
 from .ziparchive import Ident, load, resolve as _resolve
 from .ziparchive import ident as _ident
@@ -119,6 +120,9 @@ class ZipStore(Store):
         self.compresslevel = compresslevel
         self.fsync = fsync
         self.lock_timeout = lock_timeout
+        #: a durable commit's early write-back of the members it appends (writeback.py)
+        self._writeback = (FileWriteback(str(self.path), "kvzarr-zip-writeback")
+                           if fsync and not read_only and writeback_available() else None)
         self._pid = current_pid()
         self._mutex = threading.Lock()       # one writing thread of this process at a time
         self._load_lock = threading.Lock()
@@ -372,7 +376,8 @@ class ZipStore(Store):
             old = txn.archive
             try:
                 txn.pending = PendingAppend(str(self.path), old.file_id, old.end,
-                                            self._lock_file(), _ZIP64_LIMIT, self.fsync)
+                                            self._lock_file(), _ZIP64_LIMIT, self.fsync,
+                                            self._writeback)
             except OSError as e:
                 raise _translate(e, str(self.path)) from e
         return txn.pending
@@ -603,6 +608,8 @@ class ZipStore(Store):
             lock_timeout=self.lock_timeout)
 
     def _close(self) -> None:
+        if self._writeback is not None:
+            self._writeback.wait()
         if self._pid == current_pid():
             for fd in (self._lock_fd, self._record_ro_fd):
                 if fd is not None:

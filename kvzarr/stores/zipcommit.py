@@ -30,6 +30,7 @@ from typing import Any
 from zlib_ng import zlib_ng
 
 from ..runtime import workers
+from .writeback import WRITEBACK_BYTES, FileWriteback
 from .zipappend import UNKNOWN, CommitRecord, datasync, write_record
 from .zipformat import (LOCAL_CRC_AT, ArchiveFile, ArchiveWriter, BytesOut, Member,
                         copy_member, dos_datetime, encode_value, stored_member,
@@ -55,7 +56,8 @@ class PendingAppend:
     :meth:`abandon` truncates them away. Members it wrote read back through ``file``."""
 
     def __init__(self, path: str, file_id: tuple[int, int], end: int, record_fd: int,
-                 zip64_limit: int, durable: bool) -> None:
+                 zip64_limit: int, durable: bool, writeback: FileWriteback | None = None
+                 ) -> None:
         fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
         try:
             st = os.fstat(fd)
@@ -75,6 +77,9 @@ class PendingAppend:
         self.fd, self.file_id, self.record_fd = fd, file_id, record_fd
         self.start = self.pos = end
         self.zip64_limit, self.durable = zip64_limit, durable
+        #: started every WRITEBACK_BYTES appended, when the commit will sync the archive
+        #: (writeback.py): it then waits for less
+        self.writeback = writeback if durable else None
         self.done = False
 
     def add(self, items: Sequence[tuple[str, Any]], compression: int,
@@ -136,6 +141,9 @@ class PendingAppend:
         except BaseException:
             os.ftruncate(self.fd, self.pos)      # no half member stays behind
             raise
+        if self.writeback is not None and \
+                (self.pos - self.start) // WRITEBACK_BYTES != (pos - self.start) // WRITEBACK_BYTES:
+            self.writeback.request()
         self.pos = pos
 
     def directory(self, live: list[Member], comment: bytes) -> BytesOut:

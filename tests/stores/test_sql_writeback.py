@@ -1,5 +1,5 @@
 """A large SQLite write transaction starts writing its log back before the COMMIT
-(kvzarr/stores/sql/writeback.py): it happens every WRITEBACK_BYTES stored inside a
+(kvzarr/stores/writeback.py): it happens every WRITEBACK_BYTES stored inside a
 transaction and never for small ones, what is committed reads back, and a writer killed
 after the log was written back early -- before its COMMIT -- leaves the old state."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from kvzarr.stores.sql import SQLStore
-from kvzarr.stores.sql import writeback
-from kvzarr.stores.sql.writeback import WRITEBACK_BYTES
+from kvzarr.stores import writeback
+from kvzarr.stores.writeback import WRITEBACK_BYTES
 
 from ..forkserver import forkserver_context
 from .kill_trials import killed_runs

@@ -21,7 +21,7 @@ import zarr.storage
 
 import kvzarr
 from kvzarr.stores import zip as zipmod
-from kvzarr.stores import zipappend, zipcommit
+from kvzarr.stores import writeback, zipappend, zipcommit
 from kvzarr.stores.zip import ZipStore
 
 from .kill_trials import killed_runs, one_generation
@@ -332,3 +332,28 @@ def test_killed_appending_commits_leave_old_or_new_and_the_next_open_repairs(pat
     assert _state(path) == (current, False)
     contents = zip_contents(path)
     assert {contents[f"v/{i}"][0] for i in range(KEYS)} == {current}
+
+
+@pytest.mark.skipif(not writeback.available(), reason="no sync_file_range on this system")
+def test_a_large_durable_commit_starts_writing_its_members_back_early(path: Path) -> None:
+    # every WRITEBACK_BYTES appended by one durable transaction the archive's write-back
+    # starts on the store's thread; small commits never ask, and no-fsync stores never do
+    big = [(f"big/{i}", bytes([i]) * (1 << 20))
+           for i in range(2 * writeback.WRITEBACK_BYTES // (1 << 20) + 2)]
+    with ZipStore(path) as store:
+        wb = store._writeback
+        for i in range(20):
+            store.set(f"small/{i}", b"x" * 1000)
+        wb.wait()
+        assert wb.started == 0
+        with store.transaction():
+            for key, value in big:
+                store.set(key, value)
+        deadline = time.monotonic() + 10
+        while wb.started < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert wb.started >= 1
+    assert zip_contents(path) == {**{f"small/{i}": b"x" * 1000 for i in range(20)},
+                                  **dict(big)}
+    with ZipStore(path, fsync=False) as nosync:
+        assert nosync._writeback is None

@@ -24,7 +24,7 @@ Promises:
   the store opens (SQLite switches a file out of WAL only while no other connection has
   it open: else :class:`ConflictError`). Every connection reads through a memory map.
 * SQLite: a transaction that stores many bytes has its log written back while it goes
-  on, every 16 MiB (writeback.py); a large one's checkpoint runs on the store's thread
+  on, every 16 MiB (stores/writeback.py); a large one's checkpoint runs on the store's thread
   (checkpoint.py).
 * PostgreSQL: a write transaction takes the transaction-level advisory lock of its store
   (``pg_advisory_xact_lock``) before anything else, so writers of one store run one at a
@@ -62,7 +62,7 @@ from .checkpoint import AUTOCHECKPOINT_PAGES, LARGE_COMMIT_BYTES, BackgroundChec
 from .counter import PostgresCounter
 from .journal import JOURNAL_MODES, switch_journal
 from .sqlite_file import check_database_file
-from .writeback import WRITEBACK_BYTES, LogWriteback
+from ..writeback import WRITEBACK_BYTES, FileWriteback
 
 # SQLite primary result codes (https://sqlite.org/rescode.html)
 _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 5, 6, 8
@@ -448,10 +448,10 @@ class SQLiteBackend(Backend):
         self._busy_ms = max(0, int(busy_timeout * 1000))
         #: the checkpoints that large commits leave to a thread (checkpoint.py)
         self.checkpoints = BackgroundCheckpoints(self._checkpoint)
-        #: the log's early write-back during large transactions (writeback.py), where
+        #: the log's early write-back during large transactions (stores/writeback.py), where
         #: a COMMIT syncs the log (not with synchronous=NORMAL: its log is synced at
         #: checkpoints, which run on a thread of their own anyway)
-        self.writeback = (LogWriteback(path + "-wal")
+        self.writeback = (FileWriteback(path + "-wal", "kvzarr-sqlite-writeback")
                           if not read_only and synchronous.upper() in ("FULL", "EXTRA")
                           else None)
         # the engine, shared with the other stores on this file and settings
@@ -509,7 +509,7 @@ class SQLiteBackend(Backend):
 
     def stored(self, txn: Txn, nbytes: int) -> None:
         """Counts the bytes; every WRITEBACK_BYTES of them, starts writing the log
-        back (writeback.py): SQLite has put most of them there by now."""
+        back (stores/writeback.py): SQLite has put most of them there by now."""
         before = txn.written
         super().stored(txn, nbytes)
         if self.writeback is not None and \

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .background import BackgroundJob
+from ...runtime.background import BackgroundJob
 
 #: bytes a write transaction stores before its commit leaves the checkpoint to the
 #: store's thread: half of what SQLite's automatic checkpoint waits for (1000 pages of
@@ -43,7 +43,7 @@ AUTOCHECKPOINT_PAGES = 1000
 
 class BackgroundCheckpoints(BackgroundJob):
     """Runs ``checkpoint()`` (one passive checkpoint on a connection of the store) on a
-    thread of its own when asked, never two at once (background.py). Not a daemon: an
+    thread of its own when asked, never two at once (runtime/background.py). Not a daemon: an
     exiting interpreter lets the copy finish (and the last connection's close then
     removes the log) instead of cutting it."""
 

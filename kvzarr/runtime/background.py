@@ -1,6 +1,6 @@
-"""A store's housekeeping on a thread of its own: the checkpoints that large commits
-leave behind (checkpoint.py) and the early write-back of a large transaction's log
-(writeback.py) both run here, so that the writer never waits for them.
+"""A store's housekeeping on a thread of its own, so that the writer never waits for
+it: the checkpoints that large SQLite commits leave behind (stores/sql/checkpoint.py)
+and the early write-back of a large transaction's bytes (stores/writeback.py).
 
 Promises:
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from ...runtime.process import current_pid, on_fork_in_child
+from .process import current_pid, on_fork_in_child
 
 
 class BackgroundJob:
