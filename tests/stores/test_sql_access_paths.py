@@ -24,6 +24,7 @@ from sqlalchemy import event
 from kvzarr.stores.byteranges import OffsetRequest, RangeRequest, SuffixRequest, apply_byte_request
 from kvzarr.errors import InvalidKeyError, InvalidStoredKeyWarning
 from kvzarr.stores.sql import SQLStore
+from kvzarr.stores.sql.store import BLOB_HANDLE_BYTES
 
 PG_URL = os.environ.get("KVZARR_TEST_POSTGRES_URL")
 
@@ -205,11 +206,84 @@ def test_byte_ranges_of_one_value_are_one_statement(tmp_path: Path) -> None:
     store = SQLStore(tmp_path / "ranges.db")
     value = os.urandom(50_000)
     store.set("shard", value)
+    store.get_partial_values([("shard", SuffixRequest(1))])   # finds out about row ids
     statements = _statements(store)
     asks = [("shard", SuffixRequest(16))] + [("shard", RangeRequest(i * 4000, i * 4000 + 900))
                                              for i in range(12)]
     assert store.get_partial_values(asks) == [apply_byte_request(value, r) for _, r in asks]
     assert len(_selects(statements)) == 1
+    store.close()
+
+
+def test_ranges_of_large_values_are_read_through_blob_handles(tmp_path: Path) -> None:
+    # from BLOB_HANDLE_BYTES on, no substr() (which loads the whole value) is run, and
+    # values below it come back whole with their row: the answers are Python's either way
+    store = SQLStore(tmp_path / "large.db")
+    n = BLOB_HANDLE_BYTES
+    values = {"b/big": os.urandom(3 * n + 17), "b/edge": os.urandom(n),
+              "b/below": os.urandom(n - 1), "b/empty": b""}
+    store.set_many(values.items())
+    requests = REQUESTS + [RangeRequest(n - 5, n + 5), SuffixRequest(10 * n),
+                           RangeRequest(3 * n + 16, 3 * n + 100), OffsetRequest(3 * n + 18),
+                           RangeRequest(n, n)]
+    asks = [(k, r) for r in requests for k in (*values, "b/missing")]
+    want = [None if k not in values else apply_byte_request(values[k], r) for k, r in asks]
+    statements = _statements(store)
+    assert store.get_partial_values(asks) == want
+    for key, request in asks:
+        assert store.get_partial_values([(key, request)]) == \
+            [None if key not in values else apply_byte_request(values[key], request)]
+    assert not [s for s in statements if "substr(" in s]
+    # inside a write transaction, its own writes are what the handle reads
+    with store.transaction():
+        store.set("b/big", b"x" * (2 * n))
+        assert store.get_partial_values([("b/big", RangeRequest(n - 1, n + 1))]) == [b"xx"]
+    assert store.get_partial_values([("b/big", SuffixRequest(3))]) == [b"xxx"]
+    store.close()
+
+
+def test_a_value_replaced_between_its_row_and_its_handle_is_read_from_one_snapshot(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # outside a transaction the row that names the value is read on its own first; a
+    # writer that replaces the value right then (the freed row id going to another key)
+    # must not make the read return another value's bytes, or a mix
+    path = tmp_path / "race.db"
+    store, other = SQLStore(path), SQLStore(path)
+    old, new, intruder = b"o" * 200_000, b"n" * 150_000, b"i" * 300_000
+    store.set("k", old)
+    store.get_partial_values([("k", SuffixRequest(1))])      # finds out about row ids
+    real, fired = store._fetch_one, []
+
+    def fetch(sql: str, params: object, key: object = None) -> object:
+        row = real(sql, params, key)
+        if sql == store._q.locate and not fired:
+            fired.append(row)
+            other.erase("k")
+            other.set("x", intruder)       # SQLite gives it the freed row id
+            other.set("k", new)
+        return row
+    monkeypatch.setattr(store, "_fetch_one", fetch)
+    got = store.get_partial_values([("k", RangeRequest(149_990, 150_010)),
+                                    ("k", SuffixRequest(5))])
+    assert fired and got == [new[149_990:150_010], new[-5:]]
+    monkeypatch.undo()
+    assert other.get("x") == intruder
+    store.close()
+    other.close()
+
+
+def test_a_table_without_row_ids_has_its_ranges_cut_by_the_database(tmp_path: Path) -> None:
+    # another program's zarr table made WITHOUT ROWID: no BLOB handles, same answers
+    path = tmp_path / "norowid.db"
+    big = os.urandom(3 * BLOB_HANDLE_BYTES)
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE zarr (k TEXT PRIMARY KEY, v BLOB) WITHOUT ROWID")
+        db.execute("INSERT INTO zarr VALUES (?, ?)", ("a/c/0", big))
+    db.close()
+    store = SQLStore(path, read_only=True)
+    asks = [("a/c/0", r) for r in REQUESTS]
+    assert store.get_partial_values(asks) == [apply_byte_request(big, r) for _, r in asks]
+    assert store._blob_handles is False
     store.close()
 
 

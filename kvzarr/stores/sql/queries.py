@@ -89,6 +89,16 @@ class Queries:
         self.segments = segments
         if segments is not None:
             self._init_segments(f'"{segments}"', q, length)
+        if not self.pg:
+            #: SQLite: a value's row id, length and storage class, and the value itself
+            #: when it is shorter than the first parameter (a longer one is read in
+            #: pieces through a BLOB handle); with a segments table, its segment map last
+            segment_map = f", {self._segment_map}" if segments is not None else ""
+            self.locate = q(f"SELECT m.rowid, length(m.v), typeof(m.v), CASE WHEN "
+                            f"length(m.v) < ? THEN m.v END{segment_map} FROM {t} AS m "
+                            f"WHERE m.k = ?")
+            #: prepares only if the table has row ids (not WITHOUT ROWID)
+            self.has_rowid = f"SELECT rowid FROM {t} LIMIT 0"
 
     def _init_segments(self, s: str, q: Any, length: str) -> None:
         """The statements of appended values (stores/sql.md, "Appended values"): the

@@ -17,7 +17,11 @@ on ``table(k TEXT PRIMARY KEY, v BLOB)``. Promises, per process and across proce
 * Byte ranges are cut by the database (``substr``/``substring``): all the ranges asked
   of one key in one call come back as the columns of one row. No number of 2**31 or
   more reaches either function (both take 32-bit integers; queries.py clips them, which
-  changes no answer). Partial writes are spliced by the database, inside one write
+  changes no answer). On SQLite, ranges of a value of :data:`BLOB_HANDLE_BYTES` or more
+  are read through a BLOB handle instead (incremental I/O,
+  https://sqlite.org/c3ref/blob_open.html), in one read snapshot with the row that names
+  it: ``substr`` loads the whole value before it cuts, ~160 us a range of a 1.6 MB shard
+  against ~25 us. Partial writes are spliced by the database, inside one write
   transaction.
 * A value that is not a BLOB (a TEXT, INTEGER or REAL another program stored in a SQLite
   file) is refused on every read, ``getsize`` included, with :class:`StoreError` naming
@@ -63,6 +67,9 @@ from .counter import PostgresCounter, SQLiteCounter
 from .queries import BATCH, MAX_RANGES, SQL_INT_MAX, Queries
 from .schema import KVZARR, Layout, open_layout, segments_table
 
+#: SQLite: values at least this long have their byte ranges read through a BLOB handle;
+#: shorter ones come back whole with their row id and are cut here
+BLOB_HANDLE_BYTES = 64 * 1024
 #: keys fetched per query by lazy listings, and the most ``list_dir`` reads at once
 _PAGE = 1000
 #: first and smallest page of ``list_dir``
@@ -122,6 +129,9 @@ class SQLStore(Store):
         self._q = Queries(self._backend.name, self._backend.placeholder, self.layout.table,
                           segments_table(self.layout.table) if self._appendable else None)
         self._blob = self._backend.blob
+        #: SQLite: whether ranges may be read through BLOB handles (the table has row
+        #: ids); None until the first range read finds out
+        self._blob_handles: bool | None = None if self._backend.name == "sqlite" else False
         #: the driver hands values over as bytes (sqlite3 does; psycopg a buffer)
         self._bytes_native = self._backend.name == "sqlite"
         self._errors = self._backend.errors
@@ -304,6 +314,10 @@ class SQLStore(Store):
     def _get_ranges(self, key: str, requests: Sequence[ByteRequest | None]) -> list[Any]:
         """Byte ranges of one value, cut by the database, in one statement per
         :data:`~.queries.MAX_RANGES` requests; a list of Nones if the key is absent."""
+        if self._blob_handles is not False and self._can_use_blob_handles():
+            got = self._ranges_by_handle(key, requests)
+            if got is not None:
+                return got
         out: list[Any] = []
         for i in range(0, len(requests), MAX_RANGES):
             part = requests[i:i + MAX_RANGES]
@@ -317,6 +331,46 @@ class SQLStore(Store):
                 row = row[:-1]
             out.extend(self._value(v, key) for v in row)
         return out
+
+    def _can_use_blob_handles(self) -> bool:
+        if self._blob_handles is None:
+            try:
+                with self._reading() as cur:
+                    cur.execute(self._q.has_rowid)
+                    cur.fetchall()
+                self._blob_handles = True
+            except StoreError:
+                self._blob_handles = False     # a WITHOUT ROWID table another program made
+        return self._blob_handles
+
+    def _ranges_by_handle(self, key: str, requests: Sequence[ByteRequest | None]
+                          ) -> list[Any] | None:
+        """SQLite: the ranges of one value, read through a BLOB handle if it is long
+        (module docstring), else cut from the value the row brought along. None for
+        what is not a BLOB: the statement path refuses it with the right message."""
+        row = self._fetch_one(self._q.locate, (BLOB_HANDLE_BYTES, key), key)
+        if row is None:
+            return [None] * len(requests)
+        rowid, size, kind, value = row[:4]
+        if self._appendable and row[4]:       # the segment map of an appended value
+            return self._ranges_appended(key, requests, row[4])
+        if kind != "blob":
+            return None
+        spans = [request_span(r, size) for r in requests]
+        if value is not None:
+            return [value[start:end] for start, end in spans]
+        txn = self._current_transaction()
+        if txn is None:
+            # the row id and the handle must come from one snapshot: another writer may
+            # replace the value between two statements of their own
+            with self.transaction(write=False):
+                return self._ranges_by_handle(key, requests)
+        try:
+            with txn.cur.connection.blobopen(self.layout.table, "v", rowid,
+                                             readonly=True) as blob:
+                return [blob[start:end] if end > start else b"" for start, end in spans]
+        except self._errors as e:
+            raise translate(e, key=key, path=self._backend.display) from e
 
     # -- appended values (stores/sql.md, "Appended values") --------------------------------
 
