@@ -106,8 +106,10 @@ class PendingAppend:
         """Values stored as they are, checksummed on the worker threads while this
         thread writes them: their local headers go out with a CRC-32 of 0 and are
         patched once the sums are in. No reader looks past the archive's old end before
-        the commit's directory is there, and a failure cuts the members away. (Summing
-        first and writing after took ~1.4x as long for a 256 MiB write.)"""
+        the commit's directory is there, and a failure cuts the members away. (256 MiB
+        in 1 MiB chunks, no fsync, alternating runs: 147-168 ms summing first, 126-158
+        ms this way; the write itself, one thread copying into the page cache, is most
+        of the rest.)"""
         sums = workers.start_grouped(lambda item: zlib_ng.crc32(item[1]), items, True)
         members = [stored_member(name, len(value), stamp) for name, value in items]
         start = self.pos
@@ -141,8 +143,8 @@ class PendingAppend:
         except BaseException:
             os.ftruncate(self.fd, self.pos)      # no half member stays behind
             raise
-        if self.writeback is not None and \
-                (self.pos - self.start) // WRITEBACK_BYTES != (pos - self.start) // WRITEBACK_BYTES:
+        done, now = self.pos - self.start, pos - self.start
+        if self.writeback is not None and done // WRITEBACK_BYTES != now // WRITEBACK_BYTES:
             self.writeback.request()
         self.pos = pos
 
