@@ -30,6 +30,8 @@ from .array import Array
 from .errors import ReadOnlyError
 from .engine.compaction import CompactionReport
 from .stores.base import Store
+from .stores.zip import ZipStore
+from .transformers.base import stack_layers
 
 
 def compact(target: Any, path: str | None = None, *, dry_run: bool = False,
@@ -39,7 +41,9 @@ def compact(target: Any, path: str | None = None, *, dry_run: bool = False,
     ``target`` (a Store, a path or a URL, as :func:`kvzarr.open_store` takes it, with
     ``transformers`` stacked on it). ``progress(done, total)`` is called before the first
     shard and after each (``total`` counts the stored shards of every array found).
-    ``dry_run`` measures what compaction would reclaim and writes nothing. A target this
+    On a zip archive the archive is then rewritten without dead bytes too
+    (``report.store_reclaimed``). ``dry_run`` measures what compacting the shards would
+    reclaim and writes nothing. A target this
     call opens (a path or URL) is closed again; a Store is left open."""
     if not isinstance(target, Store) and not dry_run:
         # the node must exist before the store is opened for writing (which would create
@@ -69,10 +73,22 @@ def compact(target: Any, path: str | None = None, *, dry_run: bool = False,
         report = CompactionReport()
         for array in arrays:
             report.add(array.compact(dry_run=dry_run, progress=step))
+        if not dry_run:
+            report.store_reclaimed = _compact_store(store)
         return report
     finally:
         if not isinstance(target, Store):
             store.close()
+
+
+def _compact_store(store: Store) -> int:
+    """Where the store at the bottom of the stack keeps dead bytes of its own, free them
+    and return how many: a zip archive holds the shards just laid out again beside the
+    members they replaced (and earlier commits' directories) until it is rewritten."""
+    bottom = stack_layers(store)[-1]
+    if isinstance(bottom, ZipStore):
+        return bottom.compact()
+    return 0
 
 
 __all__ = ["CompactionReport", "compact"]

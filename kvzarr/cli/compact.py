@@ -48,7 +48,9 @@ def run(target: str, path: str | None, dry_run: bool = False) -> int:
           f"{report.chunks} shards in {report.arrays} sharded "
           f"{'array' if report.arrays == 1 else 'arrays'}; "
           f"{_size(report.reclaimed)} {'reclaimable' if dry_run else 'reclaimed'} "
-          f"({_size(report.bytes_before)} -> {_size(report.bytes_after)})")
+          f"({_size(report.bytes_before)} -> {_size(report.bytes_after)})"
+          + (f"; the store freed {_size(report.store_reclaimed)} more"
+             if report.store_reclaimed else ""))
     for key, problem in report.corrupt:
         print(f"kvzarr: cannot read shard {key!r}, left as it is: {problem}", file=sys.stderr)
     return 1 if report.corrupt else 0

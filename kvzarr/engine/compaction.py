@@ -34,6 +34,9 @@ class CompactionReport:
     bytes_after: int = 0
     #: (key, what is wrong) of every chunk that could not be read; left unchanged
     corrupt: list[tuple[str, str]] = field(default_factory=list)
+    #: bytes the store itself freed afterwards (a zip archive rewritten without the
+    #: members the shards replaced); not part of :attr:`reclaimed`
+    store_reclaimed: int = 0
 
     @property
     def reclaimed(self) -> int:
@@ -48,6 +51,7 @@ class CompactionReport:
         self.bytes_before += other.bytes_before
         self.bytes_after += other.bytes_after
         self.corrupt.extend(other.corrupt)
+        self.store_reclaimed += other.store_reclaimed
 
 
 def compactable(io: ChunkIO) -> bool:

@@ -7,6 +7,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -93,6 +94,27 @@ def test_compact_reclaims_garbage_and_says_how_much(tmp_path, capsys, suffix):
     assert main(["compact", target, "g/img"]) == 0
     assert "compacted 0 of 4 shards" in capsys.readouterr().out
     np.testing.assert_array_equal(kvzarr.open_array(target, path="g/img", mode="r")[:], want)
+
+
+def test_compact_of_a_zip_archive_also_frees_the_replaced_members(tmp_path, capsys):
+    # every tile written into a shard appended a new copy of the shard to the archive;
+    # the copies it replaced are only freed when the archive is rewritten
+    target = tmp_path / "x.zip"
+    want = _appended_array(str(target))
+    before = target.stat().st_size
+    assert main(["compact", str(target)]) == 0
+    out = capsys.readouterr().out
+    assert "of 4 shards" in out and "the store freed" in out
+    after = target.stat().st_size
+    assert after < before
+    with zipfile.ZipFile(target) as zf:
+        assert zf.testzip() is None
+        live = sum(i.compress_size + 30 + len(i.filename) for i in zf.infolist())
+    assert after - live < 64 * 1024      # what is left besides the members: directory
+    report = kvzarr.compact(str(target))
+    assert report.compacted == 0 and report.store_reclaimed == 0
+    np.testing.assert_array_equal(kvzarr.open_array(str(target), path="g/img", mode="r")[:],
+                                  want)
 
 
 def test_compact_errors(tmp_path, capsys):
