@@ -43,8 +43,8 @@ def compact(target: Any, path: str | None = None, *, dry_run: bool = False,
     shard and after each (``total`` counts the stored shards of every array found).
     On a zip archive the archive is then rewritten without dead bytes too
     (``report.store_reclaimed``). ``dry_run`` measures what compacting the shards would
-    reclaim and writes nothing. A target this
-    call opens (a path or URL) is closed again; a Store is left open."""
+    reclaim and writes nothing. A target this call opens (a path or URL) is closed
+    again; a Store is left open."""
     if not isinstance(target, Store) and not dry_run:
         # the node must exist before the store is opened for writing (which would create
         # a missing directory or database)
