@@ -856,22 +856,26 @@ def _make_marker(path: Path, marker: Path, key: str) -> None:
 def _markers_of(path: Path, st: os.stat_result) -> list[tuple[int, Path]]:
     """(recorded size, marker path) of every append marker of ``path`` that links the
     file ``st`` describes."""
-    prefix = f".{path.name}{APPEND_MARKER}"
-    found = []
+    return [(int(rest), Path(marker)) for rest, marker, mst in _siblings(path, APPEND_MARKER)
+            if rest.isdigit() and os.path.samestat(mst, st)]
+
+
+def _siblings(path: Path, marker: str) -> list[tuple[str, str, os.stat_result]]:
+    """(rest of the name, path, ``lstat``) of every file beside ``path`` named
+    ``.<its name><marker>...`` (its temporary files and graves, or its append markers)
+    that is there now; none when its directory is gone."""
+    prefix = f".{path.name}{marker}"
     try:
         entries = list(os.scandir(path.parent))
     except (FileNotFoundError, NotADirectoryError):
         return []
+    found = []
     for entry in entries:
-        name = entry.name
-        if not name.startswith(prefix) or not name[len(prefix):].isdigit():
-            continue
-        try:
-            mst = os.lstat(entry.path)
-        except FileNotFoundError:
-            continue
-        if (mst.st_ino, mst.st_dev) == (st.st_ino, st.st_dev):
-            found.append((int(name[len(prefix):]), Path(entry.path)))
+        if entry.name.startswith(prefix):
+            try:
+                found.append((entry.name[len(prefix):], entry.path, os.lstat(entry.path)))
+            except FileNotFoundError:
+                continue
     return found
 
 
@@ -919,43 +923,23 @@ def _appends_marked(root: str) -> bool:
 def _has_grave(path: Path, st: os.stat_result) -> bool:
     """Whether a set is replacing the file ``st`` describes: its grave (the second name
     a set gives the file it replaces, see graves.py) links it."""
-    prefix = f".{path.name}{TEMP_MARKER}"
-    try:
-        entries = list(os.scandir(path.parent))
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    for entry in entries:
-        if entry.name.startswith(prefix):
-            try:
-                gst = os.lstat(entry.path)
-            except FileNotFoundError:
-                continue
-            if (gst.st_ino, gst.st_dev) == (st.st_ino, st.st_dev):
-                return True
-    return False
+    return any(os.path.samestat(gst, st) for _, _, gst in _siblings(path, TEMP_MARKER))
 
 
 def _drop_stale_markers(path: Path) -> None:
     """Remove the append markers of ``path``'s name that no longer link the key's file
     (a set or erase replaced it): they would keep the old bytes alive. A marker still in
-    use by a running append links a file that is gone from the key; removing it is safe."""
-    prefix = f".{path.name}{APPEND_MARKER}"
-    try:
-        entries = list(os.scandir(path.parent))
-    except (FileNotFoundError, NotADirectoryError):
-        return
+    use by a running append links a file that is gone from the key; removing it is safe.
+    (The markers are looked at before the key's file: a marker linking another file
+    than the one found after it links a file gone from the key.)"""
+    markers = _siblings(path, APPEND_MARKER)
     try:
         current = os.lstat(path)
     except FileNotFoundError:
         current = None
-    for entry in entries:
-        if entry.name.startswith(prefix):
-            try:
-                mst = os.lstat(entry.path)
-            except FileNotFoundError:
-                continue
-            if current is None or (mst.st_ino, mst.st_dev) != (current.st_ino, current.st_dev):
-                _unlink_quietly(Path(entry.path))
+    for _, marker, mst in markers:
+        if current is None or not os.path.samestat(mst, current):
+            _unlink_quietly(Path(marker))
 
 
 def _write_file(path: str, value: bytes, fsync: bool) -> None:
