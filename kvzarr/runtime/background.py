@@ -1,6 +1,6 @@
 """A store's housekeeping on a thread of its own, so that the writer never waits for
 it: the checkpoints that large SQLite commits leave behind (stores/sql/checkpoint.py)
-and the early write-back of a large transaction's bytes (stores/writeback.py).
+and the early flushes of a large transaction's bytes (stores/writeback.py).
 
 Promises:
 

@@ -120,7 +120,7 @@ class ZipStore(Store):
         self.compresslevel = compresslevel
         self.fsync = fsync
         self.lock_timeout = lock_timeout
-        #: a durable commit's early write-back of the members it appends (writeback.py)
+        #: a durable commit's early flushes of the members it appends (writeback.py)
         self._writeback = (FileWriteback(str(self.path), "kvzarr-zip-writeback")
                            if fsync and not read_only and writeback_available() else None)
         self._pid = current_pid()

@@ -77,8 +77,8 @@ class PendingAppend:
         self.fd, self.file_id, self.record_fd = fd, file_id, record_fd
         self.start = self.pos = end
         self.zip64_limit, self.durable = zip64_limit, durable
-        #: started every WRITEBACK_BYTES appended, when the commit will sync the archive
-        #: (writeback.py): it then waits for less
+        #: asked to flush every WRITEBACK_BYTES appended, when the commit will sync the
+        #: archive (writeback.py): it then waits for less
         self.writeback = writeback if durable else None
         self.done = False
 

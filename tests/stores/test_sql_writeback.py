@@ -1,7 +1,7 @@
-"""A large SQLite write transaction starts writing its log back before the COMMIT
+"""A large SQLite write transaction flushes its log on a thread before the COMMIT
 (kvzarr/stores/writeback.py): it happens every WRITEBACK_BYTES stored inside a
 transaction and never for small ones, what is committed reads back, and a writer killed
-after the log was written back early -- before its COMMIT -- leaves the old state."""
+after the log was flushed early -- before its COMMIT -- leaves the old state."""
 
 from __future__ import annotations
 
@@ -20,15 +20,15 @@ from ..forkserver import forkserver_context
 from .kill_trials import killed_runs
 
 pytestmark = pytest.mark.skipif(not writeback.available(),
-                                reason="no sync_file_range on this system")
+                                reason="no fdatasync on this system")
 
 _VALUE = 1 << 20
-#: keys of one generation: together past two write-back steps
+#: keys of one generation: together past two flush steps
 _KEYS = [f"big/{i:02d}" for i in range(2 * WRITEBACK_BYTES // _VALUE + 4)]
 
 
 def _started(store: SQLStore, at_least: int, timeout: float = 10.0) -> int:
-    """The store's write-back count once it reaches ``at_least`` (or the timeout)."""
+    """The store's flush count once it reaches ``at_least`` (or the timeout)."""
     deadline = time.monotonic() + timeout
     wb = store._backend.writeback
     while wb.started < at_least and time.monotonic() < deadline:
@@ -45,7 +45,7 @@ def test_a_large_transaction_writes_its_log_back_before_the_commit(tmp_path: Pat
     with store.transaction():
         for k in _KEYS:
             store.set_many([(k, _generation(1))])
-        # inside the transaction, not yet committed: the log is being written back
+        # inside the transaction, not yet committed: the log is being flushed
         assert _started(store, 1) >= 1
     assert store.get_many(_KEYS) == [_generation(1)] * len(_KEYS)
     store.close()
@@ -74,7 +74,7 @@ def _open_when_let_go(path: str, go) -> tuple[SQLStore, int]:
 
 def _write_then_hang(path: str, run: int, ready, go) -> None:
     """Commit nothing new: write the next generation in one transaction, wait until the
-    log was written back early, say so, and hang inside the transaction."""
+    log was flushed early, say so, and hang inside the transaction."""
     store, gen = _open_when_let_go(path, go)
     with store.transaction():
         for k in _KEYS:

@@ -334,10 +334,10 @@ def test_killed_appending_commits_leave_old_or_new_and_the_next_open_repairs(pat
     assert {contents[f"v/{i}"][0] for i in range(KEYS)} == {current}
 
 
-@pytest.mark.skipif(not writeback.available(), reason="no sync_file_range on this system")
-def test_a_large_durable_commit_starts_writing_its_members_back_early(path: Path) -> None:
-    # every WRITEBACK_BYTES appended by one durable transaction the archive's write-back
-    # starts on the store's thread; small commits never ask, and no-fsync stores never do
+@pytest.mark.skipif(not writeback.available(), reason="no fdatasync on this system")
+def test_a_large_durable_commit_flushes_its_members_early(path: Path) -> None:
+    # every WRITEBACK_BYTES appended by one durable transaction the archive is flushed
+    # on the store's thread; small commits never ask, and no-fsync stores never do
     big = [(f"big/{i}", bytes([i]) * (1 << 20))
            for i in range(2 * writeback.WRITEBACK_BYTES // (1 << 20) + 2)]
     with ZipStore(path) as store:

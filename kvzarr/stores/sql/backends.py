@@ -23,9 +23,9 @@ Promises:
   its journal mode unless one is asked for, which is set before any other connection of
   the store opens (SQLite switches a file out of WAL only while no other connection has
   it open: else :class:`ConflictError`). Every connection reads through a memory map.
-* SQLite: a transaction that stores many bytes has its log written back while it goes
-  on, every 16 MiB (stores/writeback.py); a large one's checkpoint runs on the store's thread
-  (checkpoint.py).
+* SQLite: a transaction that stores many bytes has its log flushed on a thread while it
+  goes on, every 4 MiB (stores/writeback.py); a large one's checkpoint runs on the store's
+  thread (checkpoint.py).
 * PostgreSQL: a write transaction takes the transaction-level advisory lock of its store
   (``pg_advisory_xact_lock``) before anything else, so writers of one store run one at a
   time; waiting for it is bounded by ``lock_timeout`` = ``busy_timeout`` and retried like
@@ -448,7 +448,7 @@ class SQLiteBackend(Backend):
         self._busy_ms = max(0, int(busy_timeout * 1000))
         #: the checkpoints that large commits leave to a thread (checkpoint.py)
         self.checkpoints = BackgroundCheckpoints(self._checkpoint)
-        #: the log's early write-back during large transactions (stores/writeback.py), where
+        #: the log's early flushes during large transactions (stores/writeback.py), where
         #: a COMMIT syncs the log (not with synchronous=NORMAL: its log is synced at
         #: checkpoints, which run on a thread of their own anyway)
         self.writeback = (FileWriteback(path + "-wal", "kvzarr-sqlite-writeback")
@@ -508,8 +508,8 @@ class SQLiteBackend(Backend):
         self.checkpoints.request()
 
     def stored(self, txn: Txn, nbytes: int) -> None:
-        """Counts the bytes; every WRITEBACK_BYTES of them, starts writing the log
-        back (stores/writeback.py): SQLite has put most of them there by now."""
+        """Counts the bytes; every WRITEBACK_BYTES of them, starts a flush of the
+        log (stores/writeback.py): SQLite has put most of them there by now."""
         before = txn.written
         super().stored(txn, nbytes)
         if self.writeback is not None and \
