@@ -169,8 +169,9 @@ def test_store_bars_compare_with_the_named_peers_and_raw_engines():
         _w("zarr2-lmdb", "W2", _metric("write all", 200.0, unit="chunks/s")),
         _w("zarr3-local", "W2", _metric("write all", 900.0, unit="chunks/s")),
         _w("raw-lmdb", "W2", _metric("write all", 700.0, unit="chunks/s")),
-        # W6: disjoint against zarr2-lmdb, also for the equal-durability variant;
-        # shared chunks must lose nothing
+        # W6: disjoint against zarr2-lmdb at its durability (the no-sync variant; the
+        # durable stores are no bar against a peer that never syncs); shared chunks must
+        # lose nothing
         _w("kvzarr-lmdb", "W6", _metric("4 writers, disjoint chunks", 40.0),
            _metric("4 writers, shared chunks", 10.0, lost=[0])),
         _w("kvzarr-lmdb-nosync", "W6", _metric("4 writers, disjoint chunks", 60.0)),
@@ -187,10 +188,11 @@ def test_store_bars_compare_with_the_named_peers_and_raw_engines():
     assert "300 vs ts-file 250 = 1.20×" in rows[lmdb] and verdict(lmdb) == "pass"
     raw = "W2 write all: kvzarr-lmdb ≥ 0.5× raw-lmdb"
     assert "300 vs raw-lmdb 700 = 0.43×" in rows[raw] and verdict(raw) == "FAIL"
-    assert verdict("W6 4 writers, disjoint chunks: kvzarr-lmdb ≥ zarr2-lmdb") == "FAIL"
     assert verdict("W6 4 writers, disjoint chunks: kvzarr-lmdb-nosync ≥ zarr2-lmdb") \
         == "pass"
-    assert verdict("W6 4 writers, disjoint chunks: kvzarr-sql ≥ zarr2-lmdb") == "pass"
+    assert not any(label.startswith("W6 4 writers, disjoint chunks: kvzarr-lmdb ≥")
+                   or label.startswith("W6 4 writers, disjoint chunks: kvzarr-sql ≥")
+                   for label in rows)
     assert verdict("W6 4 writers, shared chunks: kvzarr-lmdb loses no element") == "pass"
     assert verdict("W6 4 writers, shared chunks: kvzarr-sql loses no element") == "FAIL"
     assert verdict("W4 list a group's children: kvzarr-sql ≥ 10× zarr2-sqlite") == "FAIL"  # 9x
