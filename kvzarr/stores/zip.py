@@ -74,6 +74,7 @@ from .ziparchive import ArchiveVersion as _Archive
 from .ziparchive import Ident, load, resolve as _resolve
 from .ziparchive import ident as _ident
 from .zipcommit import TEMP_MARKER, PendingAppend, rewrite
+from .zipdirectory import SortedRecords
 from .zipformat import SIG_EOCD64, ZIP64_LIMIT, ArchiveFile, Member, footprint, read_directory
 
 
@@ -442,20 +443,39 @@ class ZipStore(Store):
             # (empty) archive instead of a damaged one.
             if not txn.compact and (old.members or old.foreign):
                 pending = self._pending_append(txn)
-                directory = pending.directory([*members.values(), *old.foreign],
-                                              old.comment)
+                records = self._sorted_records(old, members, writes)
+                directory = (pending.directory_of(records.records, old.comment)
+                             if records is not None else
+                             pending.directory([*members.values(), *old.foreign],
+                                               old.comment))
                 dead = pending.pos - live
                 if not (dead >= COMPACT_MIN_DEAD and 2 * dead > directory.pos):
                     st, file = pending.finish(directory)
                     self._commits += 1
                     return _ident(st), _Archive(file, members, list(old.foreign),
                                                 old.comment, path, end=directory.pos,
-                                                cd_start=pending.pos, live=live, st=st)
+                                                cd_start=pending.pos, live=live, st=st,
+                                                records=records)
             return self._rewrite(old, members, txn.pending)
         except OSError as e:
             if isinstance(e, StoreError):
                 raise
             raise _translate(e, path) from e
+
+    @staticmethod
+    def _sorted_records(old: _Archive, members: dict[str, Member],
+                        writes: dict[str, Any]) -> SortedRecords | None:
+        """The new directory's records in name order: ``old``'s with ``writes`` applied
+        when it kept them, else built once. None where the members' records are not the
+        default ones (a lowered ZIP64 limit, in tests) or names may repeat (members
+        with names that are not keys, kept from another program's archive)."""
+        if old.foreign or _ZIP64_LIMIT != ZIP64_LIMIT:
+            return None
+        if old.records is None:
+            return SortedRecords.build(members.values())
+        return old.records.updated(
+            {k: m for k, m in writes.items() if m is not DELETED},
+            [k for k, m in writes.items() if m is DELETED])
 
     def compact(self) -> int:
         """Rewrite the archive without dead bytes (members that were replaced or erased,

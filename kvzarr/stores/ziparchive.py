@@ -19,6 +19,7 @@ from ..errors import InvalidKeyError, StoreError, ValueTypeError
 from .byteranges import ByteRequest, OffsetRequest, RangeRequest, SuffixRequest
 from .keys import check_key
 from .zipappend import candidate_ends, read_record
+from .zipdirectory import SortedRecords
 from .zipformat import ArchiveFile, Member, footprint, parse_directory
 
 #: the longest key a member name holds (the name length field is 16 bits)
@@ -33,7 +34,8 @@ class ArchiveVersion(ArchiveFile):
     def __init__(self, file: Any, members: dict[str, Member], foreign: list[Member],
                  comment: bytes, path: str, *, end: int = 0, cd_start: int = 0,
                  shift: int = 0, live: int | None = None,
-                 st: os.stat_result | None = None) -> None:
+                 st: os.stat_result | None = None,
+                 records: SortedRecords | None = None) -> None:
         super().__init__(file, path)
         if file is not None and st is None:
             st = os.fstat(self.fd)
@@ -41,7 +43,11 @@ class ArchiveVersion(ArchiveFile):
         self.file_id = (st.st_dev, st.st_ino) if st is not None else None
         self.mode = st.st_mode & 0o7777 if st is not None else None
         self.members = members
-        self.keys = sorted(members)
+        #: the directory's records in name order, where the commit that wrote this
+        #: version kept them (zipdirectory.py): the next commit starts from them
+        self.records = records
+        # (the records' names are the members' when the commit kept them: no foreign)
+        self.keys = records.names if records is not None else sorted(members)
         self.foreign = foreign     # members whose names are not valid keys: kept, not shown
         self.comment = comment
         #: where this version ends (bytes past it: a commit being appended or a torn

@@ -34,7 +34,7 @@ from .writeback import WRITEBACK_BYTES, FileWriteback
 from .zipappend import UNKNOWN, CommitRecord, datasync, write_record
 from .zipformat import (LOCAL_CRC_AT, ArchiveFile, ArchiveWriter, BytesOut, Member,
                         copy_member, dos_datetime, encode_value, stored_member,
-                        write_directory, write_local_header)
+                        write_directory, write_local_header, write_records)
 
 #: Temporary archives are named ``.<archive name>.kvzarr-tmp-<hex>`` in the same directory.
 TEMP_MARKER = ".kvzarr-tmp-"
@@ -152,6 +152,13 @@ class PendingAppend:
         """The central directory and end records of ``live``, to go at the end."""
         out = BytesOut(self.pos, self.zip64_limit)
         write_directory(out, live, comment)
+        return out
+
+    def directory_of(self, records: list[bytes], comment: bytes) -> BytesOut:
+        """The central directory of ``records`` (in name order, zipdirectory.py) and
+        the end records, to go at the end."""
+        out = BytesOut(self.pos, self.zip64_limit)
+        write_records(out, records, comment)
         return out
 
     def finish(self, directory: BytesOut) -> tuple[os.stat_result, Any]:

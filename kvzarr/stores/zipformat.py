@@ -43,7 +43,7 @@ import os
 import struct
 import zipfile
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
@@ -92,12 +92,6 @@ class Member:
     external_attr: int
     flags: int                 # general purpose bits kept on rewrite (deflate options)
     data_offset: int = -1      # -1 until the local header has been read
-    #: this member's central directory record as last written (at the default ZIP64
-    #: limit), and the header offset it was written for: every commit writes the whole
-    #: directory again, and encoding thousands of unchanged records each time was most
-    #: of a commit's cost
-    central: bytes = field(default=b"", repr=False, compare=False)
-    central_at: int = field(default=-1, repr=False, compare=False)
 
 
 # --- reading ----------------------------------------------------------------------------
@@ -464,9 +458,7 @@ def footprint(m: Member, zip64_limit: int = ZIP64_LIMIT) -> int:
 
 
 def central_record(m: Member, limit: int) -> bytes:
-    """The member's central directory header, name and ZIP64 extra (cached on ``m``)."""
-    if m.central_at == m.header_offset and limit == ZIP64_LIMIT:
-        return m.central
+    """The member's central directory header, name and ZIP64 extra."""
     name, flags = _name_and_flags(m)
     fields, size, csize, offset = [], m.size, m.csize, m.header_offset
     if size > limit or csize > limit:     # zipfile reads both or none
@@ -477,13 +469,10 @@ def central_record(m: Member, limit: int) -> bytes:
         offset = 0xFFFFFFFF
     extra = struct.pack(f"<2H{len(fields)}Q", 1, 8 * len(fields), *fields) if fields else b""
     version = 45 if fields else 20
-    record = (CENTRAL.pack(SIG_CENTRAL, version, _UNIX, version, 0, flags, m.method,
-                           m.dostime, m.dosdate, m.crc, csize, size, len(name),
-                           len(extra), 0, 0, 0, m.external_attr, offset)
-              + name + extra)
-    if limit == ZIP64_LIMIT:
-        m.central, m.central_at = record, m.header_offset
-    return record
+    return (CENTRAL.pack(SIG_CENTRAL, version, _UNIX, version, 0, flags, m.method,
+                         m.dostime, m.dosdate, m.crc, csize, size, len(name),
+                         len(extra), 0, 0, 0, m.external_attr, offset)
+            + name + extra)
 
 
 _BY_NAME = attrgetter("name")
@@ -496,12 +485,17 @@ def write_directory(out: ArchiveWriter | BytesOut, members: list[Member],
     first when a count, size or offset needs them."""
     limit = out.zip64_limit
     members.sort(key=_BY_NAME)
+    write_records(out, [central_record(m, limit) for m in members], comment)
+
+
+def write_records(out: ArchiveWriter | BytesOut, records: list[bytes],
+                  comment: bytes) -> None:
+    """A central directory of ``records`` (central_record's, in the order given) and
+    the end records, ZIP64 ones first when a count, size or offset needs them."""
+    limit = out.zip64_limit
     start = out.pos
-    # (central_record's cache check, inline: a call per member cost a fifth of a commit)
-    out.write(b"".join([m.central if m.central_at == m.header_offset
-                        and limit == ZIP64_LIMIT else central_record(m, limit)
-                        for m in members]))
-    count, size, offset = len(members), out.pos - start, start
+    out.write(b"".join(records))
+    count, size, offset = len(records), out.pos - start, start
     if count >= _COUNT_LIMIT or size > limit or offset > limit:
         end64 = out.pos
         out.write(EOCD64.pack(SIG_EOCD64, 44, 45, 45, 0, 0, count, count, size, offset))

@@ -132,6 +132,10 @@ def test_zipfile_reads_the_archive_after_every_appending_commit(path: Path,
                         store.set(key, value)
                         model[key] = value
             assert zip_contents(path) == model
+            assert list(store.list()) == sorted(model)
+            # each appending commit changed the records the one before kept
+            # (zipdirectory.py); zip_contents checked their order and contents
+            assert store._archive.records is not None or step < 2
         # appends only, after the empty archive and the commit that replaced it
         assert store._rewrites == 2
         assert store.compact() > 0
