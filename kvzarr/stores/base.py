@@ -58,7 +58,7 @@ from ..errors import (AppendConflictError, InvalidByteRangeError, NotPicklableEr
                       ReadOnlyError, StoreClosedError, UnsupportedOperationError,
                       ValueTypeError)
 from .byteranges import ByteRequest, apply_byte_request, check_request, check_write_offset
-from .keys import check_key, check_prefix, valid_children, valid_keys
+from .keys import check_key, check_keys, check_prefix, valid_children, valid_keys
 from .reopen import reopen
 
 
@@ -238,16 +238,14 @@ class Store(ABC):
 
     def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         """Values of ``keys`` (None where absent), read in one read transaction."""
-        for k in keys:
-            check_key(k, self.max_key_bytes, self.max_segment_bytes)
+        check_keys(keys, self.max_key_bytes, self.max_segment_bytes)
         with self.transaction(write=False):
             return self._get_many(keys)
 
     def exists_many(self, keys: Sequence[str]) -> list[bool]:
         """For each key whether it exists, read in one read transaction (no values are
         fetched where the backend can avoid it)."""
-        for k in keys:
-            check_key(k, self.max_key_bytes, self.max_segment_bytes)
+        check_keys(keys, self.max_key_bytes, self.max_segment_bytes)
         with self.transaction(write=False):
             return self._exists_many(keys)
 
@@ -261,8 +259,7 @@ class Store(ABC):
         this is :meth:`get_many`."""
         if self._current_transaction() is None:
             return self.get_many(keys)
-        for k in keys:
-            check_key(k, self.max_key_bytes, self.max_segment_bytes)
+        check_keys(keys, self.max_key_bytes, self.max_segment_bytes)
         return self._get_many_views(keys)
 
     def _get_many_views(self, keys: Sequence[str]) -> list[Any]:
@@ -298,9 +295,7 @@ class Store(ABC):
                 or view.nbytes < len(keys) * size):
             raise ValueTypeError(f"read_many_into needs a writable, C-contiguous buffer of "
                                  f"at least {len(keys)} x {size} bytes")
-        kb, sb = self.max_key_bytes, self.max_segment_bytes
-        for k in keys:
-            check_key(k, kb, sb)
+        check_keys(keys, self.max_key_bytes, self.max_segment_bytes)
         return self._read_many_into(keys, view.cast("B"), size)
 
     def _read_many_into(self, keys: Sequence[str], view: memoryview,
@@ -441,7 +436,8 @@ class Store(ABC):
         transaction: on a transactional store all of them go or, on an error or a
         crash, none."""
         self._check_deletable()
-        checked = [check_key(k, self.max_key_bytes, self.max_segment_bytes) for k in keys]
+        checked = list(keys)
+        check_keys(checked, self.max_key_bytes, self.max_segment_bytes)
         with self.transaction():
             self._erase_many(checked)
 

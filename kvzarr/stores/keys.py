@@ -15,7 +15,8 @@ store). Every refusal is :class:`InvalidKeyError`, the same on every store.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Iterator
+from itertools import islice
+from collections.abc import Iterable, Iterator, Sequence
 
 from ..errors import InvalidKeyError, InvalidStoredKeyWarning
 
@@ -59,6 +60,41 @@ def _has_dot_segment(key: str) -> bool:
     return any(seg in (".", "..") for seg in key.split("/"))
 
 
+#: below this many keys check_keys checks them one by one
+_JOINED_MIN = 8
+
+
+def check_keys(keys: Sequence[str], max_bytes: int | None = None,
+               max_segment_bytes: int | None = None) -> None:
+    """:func:`check_key` of each of ``keys``, raising for the first invalid one. Many
+    plain keys (ASCII, no segment starting with a dot) are checked at once, by string
+    methods on their join, instead of a Python call per key: a group listing checked
+    100 keys twice, a third of its time."""
+    if len(keys) >= _JOINED_MIN and _plain(keys, max_bytes, max_segment_bytes):
+        return
+    for key in keys:
+        check_key(key, max_bytes, max_segment_bytes)
+
+
+def _plain(keys: Sequence[str], max_bytes: int | None,
+           max_segment_bytes: int | None) -> bool:
+    """Whether every key is valid by the rules of check_key, seen on their join with
+    NUL (which no valid key holds); False also where this cannot tell at once."""
+    try:
+        joined = "\x00".join(keys)
+    except TypeError:
+        return False                    # a key that is not a str
+    if (joined.count("\x00") != len(keys) - 1 or not joined.isascii()
+            or "\\" in joined or "//" in joined or "\x00\x00" in joined
+            or "/\x00" in joined or "\x00/" in joined or "/." in joined
+            or "\x00." in joined or joined[0] in "/.\x00" or joined[-1] in "/\x00"):
+        return False
+    limit = min(max_bytes if max_bytes is not None else len(joined),
+                max_segment_bytes if max_segment_bytes is not None else len(joined))
+    # (ASCII: characters are bytes; a key within both limits has segments within both)
+    return len(joined) <= limit or max(map(len, keys)) <= limit
+
+
 def check_prefix(prefix: str, max_segment_bytes: int | None = None) -> str:
     """Return ``prefix`` if it is ``""`` or a valid key followed by ``/``."""
     if prefix == "":
@@ -95,16 +131,43 @@ def valid_children(names: Iterable[str], prefix: str, where: str,
                    max_segment_bytes: int | None = None) -> Iterator[str]:
     """The entries of a ``list_dir(prefix)`` (``name`` or ``name/``) that name a valid
     child; the others (an empty name from ``"a//b"``, ``".."``, a lone surrogate) are
-    reported by an :class:`InvalidStoredKeyWarning` and left out."""
-    for name in names:
-        if isinstance(name, str):
-            bare = name[:-1] if name.endswith("/") else name
-            if "/" not in bare and is_valid_key(bare, None, max_segment_bytes):
-                yield name
-                continue
-            _warn(prefix + name, where)
-        else:
-            _warn(name, where)
+    reported by an :class:`InvalidStoredKeyWarning` and left out. Taken a few hundred
+    at a time, each lot checked at once where its names are plain (see check_keys)."""
+    names = iter(names)
+    while lot := list(islice(names, _CHILDREN_LOT)):
+        if len(lot) >= _JOINED_MIN and _plain_children(lot, max_segment_bytes):
+            yield from lot
+            continue
+        for name in lot:
+            if isinstance(name, str):
+                bare = name[:-1] if name.endswith("/") else name
+                if "/" not in bare and is_valid_key(bare, None, max_segment_bytes):
+                    yield name
+                    continue
+                _warn(prefix + name, where)
+            else:
+                _warn(name, where)
+
+
+#: names valid_children takes from a listing at a time
+_CHILDREN_LOT = 256
+
+
+def _plain_children(names: list[str], max_segment_bytes: int | None) -> bool:
+    """Whether every entry is a valid single segment, with or without one trailing
+    ``/``, seen on their join; False also where this cannot tell at once."""
+    try:
+        joined = "\x00".join(names) + "\x00"
+    except TypeError:
+        return False
+    if joined.count("\x00") != len(names):
+        return False
+    joined = joined.replace("/\x00", "\x00")      # the trailing "/" of directories
+    if ("/" in joined or not joined.isascii() or "\\" in joined or "\x00\x00" in joined
+            or "\x00." in joined or joined[0] in ".\x00"):
+        return False
+    return (max_segment_bytes is None or len(joined) <= max_segment_bytes
+            or max(map(len, names)) <= max_segment_bytes)
 
 
 def _warn(key: object, where: str) -> None:

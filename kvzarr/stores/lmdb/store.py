@@ -35,7 +35,7 @@ from ..byteranges import ByteRequest, apply_byte_request
 from ...errors import (ConflictError, KvzarrError, StoreClosedError, StoreConfigError,
                        StoreError, StoreFullError)
 from ..base import Capabilities, Store
-from ..keys import check_key
+from ..keys import check_keys
 from ...runtime import process as _process
 from ...runtime.process import current_pid
 from . import env as _env
@@ -376,8 +376,7 @@ class LMDBStore(Store):
         (which cost more than the lookups of a node's few metadata documents)."""
         if self._current_transaction() is not None:
             return super().get_many(keys)
-        for k in keys:
-            check_key(k, self.max_key_bytes, self.max_segment_bytes)
+        check_keys(keys, self.max_key_bytes, self.max_segment_bytes)
         return self._get_many(keys)
 
     def exists_many(self, keys: Sequence[str]) -> list[bool]:
@@ -385,8 +384,7 @@ class LMDBStore(Store):
         :meth:`get_many`)."""
         if self._current_transaction() is not None:
             return super().exists_many(keys)
-        for k in keys:
-            check_key(k, self.max_key_bytes, self.max_segment_bytes)
+        check_keys(keys, self.max_key_bytes, self.max_segment_bytes)
         return self._exists_many(keys)
 
     def _get_many(self, keys: Sequence[str]) -> list[bytes | None]:

@@ -61,7 +61,7 @@ from typing import Any
 from ...errors import StoreError
 from ..byteranges import ByteRequest, check_request, request_span
 from ..base import Capabilities, Store, check_append_size, no_append_target
-from ..keys import check_key, prefix_successor
+from ..keys import check_key, check_keys, prefix_successor
 from .backends import Backend, Txn, open_backend, translate
 from .counter import PostgresCounter, SQLiteCounter
 from .queries import BATCH, MAX_RANGES, SQL_INT_MAX, Queries
@@ -437,8 +437,7 @@ class SQLStore(Store):
         transaction cost more than the lookups of a node's few metadata documents."""
         if self._current_transaction() is not None or not 1 < len(keys) <= BATCH:
             return super().get_many(keys)
-        for k in keys:
-            check_key(k, self.max_key_bytes, self.max_segment_bytes)
+        check_keys(keys, self.max_key_bytes, self.max_segment_bytes)
         with self._reading() as cur:
             found = self._q.get_many(cur, keys)
         if self._appendable and b"" in found.values():
@@ -450,8 +449,7 @@ class SQLStore(Store):
         for at most :data:`BATCH` keys outside one (see :meth:`get_many`)."""
         if self._current_transaction() is not None or len(keys) > BATCH:
             return super().exists_many(keys)
-        for k in keys:
-            check_key(k, self.max_key_bytes, self.max_segment_bytes)
+        check_keys(keys, self.max_key_bytes, self.max_segment_bytes)
         return self._exists_many(keys)
 
     def _get_many(self, keys: Sequence[str]) -> list[bytes | None]:
