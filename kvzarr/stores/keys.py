@@ -15,8 +15,8 @@ store). Every refusal is :class:`InvalidKeyError`, the same on every store.
 from __future__ import annotations
 
 import warnings
-from itertools import islice
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 
 from ..errors import InvalidKeyError, InvalidStoredKeyWarning
 
