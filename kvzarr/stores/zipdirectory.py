@@ -58,6 +58,3 @@ class SortedRecords:
                 names.insert(i, name)
                 records.insert(i, record)
         return SortedRecords(names, records)
-
-    def __len__(self) -> int:
-        return len(self.names)
