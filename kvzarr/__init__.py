@@ -17,9 +17,14 @@ from .copying import copy_store
 from .engine.config import ArrayConfig
 from .group import Group
 from .migration import migrate_v3
+from .runtime import allocator as _allocator
 from .stores import FilesystemStore, MemoryStore, Store
 
 __version__ = "0.1.0"
+
+# malloc's thresholds set for chunk-sized buffers, before the first chunk is encoded
+# (process-wide; KVZARR_MALLOC=system leaves them alone; runtime/allocator.py)
+_allocator.tune()
 
 __all__ = ["Array", "ArrayConfig", "FilesystemStore", "Group", "MemoryStore", "Store", "array",
            "compact", "consolidate_metadata", "copy_store", "create_array", "create_group",
