@@ -8,7 +8,7 @@ parts of a value (sharding) gets a :class:`ByteSource` from the array layer.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol
 
@@ -109,6 +109,13 @@ class ByteSource(Protocol):
 
     def size(self) -> int | None:
         """The size of the value in bytes, or None if it is absent."""
+
+    def remembered(self, tag: Hashable, compute: Callable[[], Any],
+                   nbytes_of: Callable[[Any], int]) -> Any:
+        """``compute()`` (something derived from the value, such as a shard's decoded
+        index; None if the value is absent), or its result from an earlier call with
+        the same ``tag`` if the source knows the value has not changed since. What is
+        returned may be shared: the caller must not change it."""
 
 
 class Codec(ABC):

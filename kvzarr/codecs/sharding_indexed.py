@@ -239,7 +239,14 @@ class ShardingCodec(ArrayBytesCodec):
 
     def _read_index(self, source: ByteSource, layout: ShardLayout,
                     key: str | None) -> ShardIndex | None:
-        """The index through ONE request; None if the shard is absent."""
+        """The index through ONE request, or as the source kept it from an earlier read
+        of the same shard that nothing has changed since; None if the shard is absent."""
+        return source.remembered(("shard index", self.index_location, layout.index_size),
+                                 lambda: self._read_index_now(source, layout, key),
+                                 _index_nbytes)
+
+    def _read_index_now(self, source: ByteSource, layout: ShardLayout,
+                        key: str | None) -> ShardIndex | None:
         size = layout.index_size
         request = (RangeRequest(0, size) if self.index_location == "start"
                    else SuffixRequest(size))
@@ -250,7 +257,12 @@ class ShardingCodec(ArrayBytesCodec):
         if memoryview(data).nbytes != size:
             raise CodecError(f"truncated shard: {memoryview(data).nbytes} bytes, shorter than "
                              f"its {size}-byte index", key=key)
-        return self._decode_index(data, layout, key)
+        index = self._decode_index(data, layout, key)
+        # its own copy, read-only: it may outlive the bytes it was decoded from (a view
+        # of LMDB's map is valid only in its transaction) and be shared by later reads
+        entries = index.entries if index.entries.flags.owndata else index.entries.copy()
+        entries.flags.writeable = False
+        return ShardIndex(entries)
 
     def _read_index_at(self, source: ByteSource, layout: ShardLayout, size: int,
                        key: str | None) -> ShardIndex | None:
@@ -649,3 +661,7 @@ class _Update:
 
 
 register_codec(ShardingCodec)
+
+
+def _index_nbytes(index: ShardIndex) -> int:
+    return index.entries.nbytes

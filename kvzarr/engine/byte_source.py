@@ -1,26 +1,33 @@
 """A byte source over one key of a store: what the sharding codec reads a shard through
 (its index, then only the inner chunks it needs), with nearby ranges merged into one read,
-and how it learns the store's append policy.
+how it learns the store's append policy, and where it keeps a shard's decoded index
+between reads (:mod:`.index_cache`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from ..stores.base import Store
 from ..stores.byteranges import ByteRequest, RangeRequest, coalesce_ranges
 from .config import ArrayConfig
+from .index_cache import IndexCache, remembered
 
 
 class StoreByteSource:
     """A ByteSource over one key of a store; nearby ranges are read as one."""
 
     def __init__(self, store: Store, key: str, config: ArrayConfig,
-                 append_policy: Any = None) -> None:
+                 append_policy: Any = None, cache: IndexCache | None = None) -> None:
         self.store, self.key, self._config = store, key, config
         #: ``store.append_policy()``, asked once per array by the caller
         self.append_policy = append_policy
+        self._cache = cache
+
+    def remembered(self, tag: Hashable, compute: Callable[[], Any],
+                   nbytes_of: Callable[[Any], int]) -> Any:
+        return remembered(self._cache, self.store, (self.key, tag), compute, nbytes_of)
 
     def get(self) -> bytes | None:
         return self.store.get(self.key)

@@ -50,6 +50,7 @@ from . import encode_stream, plain_chunks
 from .byte_source import StoreByteSource
 from .encode_stream import EncodeStream
 from .config import ArrayConfig
+from .index_cache import IndexCache
 
 #: below this many encoded bytes in a batch, threads cost more than they save
 _POOL_MIN_BYTES = 512 * 1024
@@ -121,6 +122,11 @@ class ChunkIO:
                                if pipeline.supports_partial else None)
         #: how partial shard writes update a shard (None: rewrite it)
         self.append_policy = store.append_policy() if pipeline.supports_partial else None
+        #: shard indexes kept between reads of parts of shards (None: not sharded, or
+        #: the config keeps none)
+        self._index_cache = (IndexCache(config.shard_index_cache_bytes)
+                             if pipeline.supports_partial and config.shard_index_cache_bytes > 0
+                             else None)
         caps = store.capabilities
         #: the store's key lock, held around each write of chunks or shards where no
         #: transaction isolates the read-modify-write (None: the transaction does, or
@@ -327,8 +333,8 @@ class ChunkIO:
         spec = self.spec(p.chunk_coords)
         key = self.key(p.chunk_coords)
         orth, sub = to_orthogonal(p.chunk_selection, spec.shape)
-        block = self.pipeline.decode_partial(StoreByteSource(self.store, key, self.config),
-                                             orth, spec)
+        block = self.pipeline.decode_partial(
+            StoreByteSource(self.store, key, self.config, cache=self._index_cache), orth, spec)
         if block is None:
             self._fill_missing(key, p, out)
         else:

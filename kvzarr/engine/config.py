@@ -16,6 +16,10 @@ class ArrayConfig:
     #: gap and span limits for merging byte ranges of one shard into one read
     coalesce_max_gap: int = 64 * 1024
     coalesce_max_bytes: int = 16 * 1024 * 1024
+    #: bytes of decoded shard indexes an array handle keeps between reads, each used
+    #: only while the store's change counter says its shard is unchanged (0: none;
+    #: engine/index_cache.py)
+    shard_index_cache_bytes: int = 16 * 1024 * 1024
 
 
 #: the settings of an array opened without any (shared: the config is immutable)

@@ -519,6 +519,14 @@ class Store(ABC):
         st = self._txn_state
         return getattr(st, "depth", 0) > 0 and st.write
 
+    def in_read_transaction(self) -> bool:
+        """Whether this thread is inside a read-only transaction of this store (not one
+        nested in a write transaction, which it joins). On a transactional store that
+        is a snapshot: nothing this thread or any other commits changes what it reads,
+        and this thread cannot write until it ends."""
+        st = self._txn_state
+        return getattr(st, "depth", 0) > 0 and not st.write
+
     # -- lifecycle -----------------------------------------------------------------------
 
     def close(self) -> None:

@@ -234,6 +234,11 @@ class Transformer(Store):
     def _change_counter(self) -> Hashable | None:
         return self.base.change_counter()
 
+    def in_read_transaction(self) -> bool:
+        # the store below may be in a write transaction of this thread's (begun on it
+        # directly) that this one's read joined
+        return super().in_read_transaction() and self.base.in_read_transaction()
+
     def append_policy(self) -> Any:
         return self.base.append_policy()
 
