@@ -10,9 +10,9 @@ are new pages again: every page a first-time fault and a zeroing by the kernel. 
 that happens, and for how long, depends on what else happens to lie at the top of the
 heap, so it differed from process to process and from run to run. Measured here
 (2 cores, glibc 2.36): a fresh process writing 32 chunks of 1 MiB (blosc-zstd, LMDB)
-took 24,000 page faults and 0.10-0.13 s of system time where, once warm, it took 4,400
-and 0.03 s; writers started for a job (a multiprocessing pool, a dask worker) ran their
-first writes 30% slower than the same writes a second time.
+took 24,000 page faults and 0.08-0.13 s of system time where, once warm, it took
+4,400 and 0.02-0.04 s; writers started for a job (a multiprocessing pool, a dask
+worker) ran their first writes 30% slower than the same writes a second time.
 
 :func:`tune` sets the two thresholds to the top of the range the dynamic threshold may
 reach by itself (glibc's ``DEFAULT_MMAP_THRESHOLD_MAX``, 32 MiB on 64-bit; trimming at
@@ -23,8 +23,8 @@ to 64 MiB per malloc arena, a few per process). Larger buffers (a whole array re
 once) are mapped and unmapped as before.
 
 It is process-wide, so it is skipped where the program or its user chose otherwise:
-``KVZARR_MALLOC=system`` in the environment (kvzarr leaves malloc alone), any
-``MALLOC_*_`` setting of the environment or a ``glibc.malloc`` tunable in
+``KVZARR_MALLOC=system`` in the environment (kvzarr leaves malloc alone), any of
+glibc's ``MALLOC_*`` variables in the environment or a ``glibc.malloc`` tunable in
 ``GLIBC_TUNABLES`` (glibc reads those at start-up; setting the thresholds here would
 override them), and anywhere the C library is not glibc (``mallopt`` is glibc's).
 See https://man7.org/linux/man-pages/man3/mallopt.3.html (M_MMAP_THRESHOLD,
