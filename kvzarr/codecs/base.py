@@ -111,11 +111,13 @@ class ByteSource(Protocol):
         """The size of the value in bytes, or None if it is absent."""
 
     def remembered(self, tag: Hashable, compute: Callable[[], Any],
-                   nbytes_of: Callable[[Any], int]) -> Any:
+                   keepable: Callable[[Any], tuple[Any, int]]) -> Any:
         """``compute()`` (something derived from the value, such as a shard's decoded
         index; None if the value is absent), or its result from an earlier call with
-        the same ``tag`` if the source knows the value has not changed since. What is
-        returned may be shared: the caller must not change it."""
+        the same ``tag`` if the source knows the value has not changed since. A result
+        the source keeps is first made fit to outlive the read (``keepable(result)``:
+        that form, and its size in bytes) and returned in that form. What is returned
+        may be shared: the caller must not change it."""
 
 
 class Codec(ABC):

@@ -243,7 +243,7 @@ class ShardingCodec(ArrayBytesCodec):
         of the same shard that nothing has changed since; None if the shard is absent."""
         return source.remembered(("shard index", self.index_location, layout.index_size),
                                  lambda: self._read_index_now(source, layout, key),
-                                 _index_nbytes)
+                                 _keepable_index)
 
     def _read_index_now(self, source: ByteSource, layout: ShardLayout,
                         key: str | None) -> ShardIndex | None:
@@ -257,12 +257,7 @@ class ShardingCodec(ArrayBytesCodec):
         if memoryview(data).nbytes != size:
             raise CodecError(f"truncated shard: {memoryview(data).nbytes} bytes, shorter than "
                              f"its {size}-byte index", key=key)
-        index = self._decode_index(data, layout, key)
-        # its own copy, read-only: it may outlive the bytes it was decoded from (a view
-        # of LMDB's map is valid only in its transaction) and be shared by later reads
-        entries = index.entries if index.entries.flags.owndata else index.entries.copy()
-        entries.flags.writeable = False
-        return ShardIndex(entries)
+        return self._decode_index(data, layout, key)
 
     def _read_index_at(self, source: ByteSource, layout: ShardLayout, size: int,
                        key: str | None) -> ShardIndex | None:
@@ -663,5 +658,10 @@ class _Update:
 register_codec(ShardingCodec)
 
 
-def _index_nbytes(index: ShardIndex) -> int:
-    return index.entries.nbytes
+def _keepable_index(index: ShardIndex) -> tuple[ShardIndex, int]:
+    """``index`` as a source keeps it between reads: its own copy (it may outlive the
+    bytes it was decoded from: a view of LMDB's map is valid only in its transaction),
+    read-only (later reads share it), and its size."""
+    entries = index.entries if index.entries.flags.owndata else index.entries.copy()
+    entries.flags.writeable = False
+    return ShardIndex(entries), entries.nbytes

@@ -26,8 +26,8 @@ class StoreByteSource:
         self._cache = cache
 
     def remembered(self, tag: Hashable, compute: Callable[[], Any],
-                   nbytes_of: Callable[[Any], int]) -> Any:
-        return remembered(self._cache, self.store, (self.key, tag), compute, nbytes_of)
+                   keepable: Callable[[Any], tuple[Any, int]]) -> Any:
+        return remembered(self._cache, self.store, (self.key, tag), compute, keepable)
 
     def get(self) -> bytes | None:
         return self.store.get(self.key)

@@ -63,10 +63,13 @@ class IndexCache:
 
 
 def remembered(cache: IndexCache | None, store: Any, key: Hashable,
-               compute: Callable[[], Any], nbytes_of: Callable[[Any], int]) -> Any:
+               compute: Callable[[], Any],
+               keepable: Callable[[Any], tuple[Any, int]]) -> Any:
     """``compute()``, or what it returned before for ``key`` if the store's change
-    counter says nothing changed since; None results are not kept (an absent shard).
-    Outside a read-only transaction of ``store``, always ``compute()``."""
+    counter says nothing changed since. What is kept is ``keepable(result)``'s form
+    of it (made only when it is kept), of the size that call gives; None results are
+    not kept (an absent shard). Outside a read-only transaction of ``store``, always
+    ``compute()``."""
     if cache is None or not store.in_read_transaction():
         return compute()
     token = store.change_counter()      # the snapshot's
@@ -77,5 +80,6 @@ def remembered(cache: IndexCache | None, store: Any, key: Hashable,
         return value
     value = compute()
     if value is not None:
-        cache.keep(key, token, value, nbytes_of(value))
+        value, nbytes = keepable(value)
+        cache.keep(key, token, value, nbytes)
     return value

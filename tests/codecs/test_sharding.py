@@ -72,7 +72,7 @@ class CountingSource:
             self.gets += 1
         return self.value
 
-    def remembered(self, tag, compute, nbytes_of):
+    def remembered(self, tag, compute, keepable):
         return compute()        # a source that keeps nothing between reads
 
     def get_ranges(self, requests):
