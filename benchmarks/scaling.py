@@ -61,13 +61,12 @@ ENGINE_SLACK = 1.10         # a store's growth within this of its engine's is th
 #: the single reads are timed in this many batches, and the median batch's cost kept: on
 #: a shared machine one slow second would otherwise decide a size's number
 POINT_BATCHES = 10
-#: each kvzarr store's raw engine, and the name of its file or directory. LMDB's writes
-#: through a shared map on Linux, as kvzarr's LMDB store does by default: a map written
-#: that way reads slower for a while after a large write on some machines (measured on a
-#: 2-core VM, kvzarr's single reads: ~45 µs right after writing 4 GB, 20-25 µs in the
-#: next passes, against ~12 µs without the write map), the engine's and the OS's cost.
-RAW = {"lmdb": ("raw-lmdb", "lmdb-writemap" if sys.platform.startswith("linux") else "lmdb",
-                "data.lmdb"),
+#: each kvzarr store's raw engine, and the name of its file or directory. LMDB copies
+#: pages into the file at commit, as kvzarr's LMDB store does by default (its write map,
+#: an option, also read slower for a while after a large write on a 2-core VM: kvzarr's
+#: single reads ~45 µs right after writing 4 GB, 20-25 µs in the next passes, against
+#: ~12 µs without it).
+RAW = {"lmdb": ("raw-lmdb", "lmdb", "data.lmdb"),
        "sqlite": ("raw-sqlite", "sqlite", "data.sqlite"),
        "directory": ("raw-files", "files", "data")}
 RAW_KINDS = {raw: (engine, name) for raw, engine, name in RAW.values()}

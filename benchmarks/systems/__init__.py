@@ -94,6 +94,11 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
     # the price of syncing apart from the price of the software
     _k("lmdb", "kvzarr LMDBStore, durability='none'", "raw-lmdb",
        "never fsynced, as zarr-python 2's LMDBStore", "-nosync", {"durability": "none"}),
+    # LMDB's write map (the default until it was measured: stores/lmdb.md, "Write
+    # map"): faster in large transactions, slower in small ones (group "writemap")
+    _k("lmdb", "kvzarr LMDBStore, write_map=True", "raw-lmdb",
+       "transactional, fsync per commit, written through the map", "-writemap",
+       {"write_map": True}),
     _k("sql", "kvzarr SQLStore, synchronous='NORMAL'", "raw-sqlite",
        "WAL synced at checkpoints only", "-normal", {"synchronous": "NORMAL"}),
     # the documented bulk-loading option: the rollback journal writes new pages once
@@ -284,7 +289,10 @@ GROUPS = {
     # issue 16's same-engine rule (bars.py): every plain kvzarr store at each durability,
     # the peers and the raw engines (PostgreSQL has a group of its own: cache)
     "rule": [n for n, s in SYSTEMS.items() if s.engine and s.engine != "postgresql"
-             and n != "kvzarr-fs-nolock"],
+             and n not in ("kvzarr-fs-nolock", "kvzarr-lmdb-writemap")],
+    # LMDBStore with and without its write map (an option, off by default), on the
+    # workloads that tell them apart: --workloads W1,W2,W3,W6
+    "writemap": ["kvzarr-lmdb", "kvzarr-lmdb-writemap", "raw-lmdb", "kvzarr-memory"],
     # the directory store's bars (issue 16 item 4) with both durabilities: kvzarr-fs
     # against TensorStore without sync, kvzarr-fs-fsync against TensorStore's default
     "dir": ["kvzarr-fs", "kvzarr-fs-fsync", "ts-file", "ts-file-nosync", "raw-files",

@@ -70,7 +70,7 @@ class KvzarrSystem(System):
             self.missing = {"multiprocess": "a MemoryStore lives in one process",
                             "shared-writes": "a MemoryStore lives in one process",
                             "bytes-written": "a MemoryStore writes no files"}
-        if (self.kind == "lmdb" and self.options.get("write_map", True)
+        if (self.kind == "lmdb" and self.options.get("write_map", False)
                 and sys.platform.startswith("linux")):
             self.missing = {"bytes-written": "LMDBStore writes through a writable memory "
                                              "map, which the write counter cannot see"}

@@ -134,7 +134,8 @@ class FilesKV(KV):
 
 class LmdbKV(KV):
     """``write_map``: write through LMDB's shared map (MDB_WRITEMAP), as kvzarr's LMDB
-    store does by default on Linux."""
+    store does with ``write_map=True`` (by default it copies pages into the file, as
+    this does without)."""
 
     def __init__(self, path: str, write_map: bool = False) -> None:
         import lmdb

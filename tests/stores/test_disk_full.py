@@ -37,6 +37,9 @@ STORES = {
     "zip": lambda d: ZipStore(d / "data.zip"),
     "sqlite": lambda d: SQLStore(d / "data.sqlite"),
     "lmdb": lambda d: LMDBStore(d / "data.lmdb", map_size_start=256 << 10),
+    # writes through the map: a full disk must be an error, not SIGBUS (stores/lmdb.md)
+    "lmdb-write-map": lambda d: LMDBStore(d / "data.lmdb", map_size_start=256 << 10,
+                                          write_map=True),
 }
 
 

@@ -1,6 +1,7 @@
-"""LMDBStore's write map (stores/lmdb.md, "Write map"): the mapped file is backed by
-allocated blocks, never made shorter under another process, and files full of holes
-(another program's write map) are written through the file instead."""
+"""LMDBStore's write map (stores/lmdb.md, "Write map"), an option (off by default): the
+mapped file is backed by allocated blocks, never made shorter under another process, and
+files full of holes (another program's write map) are written through the file
+instead."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def _allocated(path: Path) -> int:
 
 def test_the_mapped_file_is_allocated_and_as_long_as_the_map(tmp_path: Path) -> None:
     path = tmp_path / "x.lmdb"
-    with LMDBStore(path) as s:
+    with LMDBStore(path, write_map=True) as s:
         assert s._shared.write_map
         s.set_many([(f"k/{i}", os.urandom(3000)) for i in range(2000)])   # grows the map
         size = os.path.getsize(path)
@@ -35,9 +36,10 @@ def test_the_mapped_file_is_allocated_and_as_long_as_the_map(tmp_path: Path) -> 
         assert s.get("k/1999") is not None
 
 
-def test_write_map_off_keeps_the_file_to_its_data(tmp_path: Path) -> None:
+@pytest.mark.parametrize("options", [{}, {"write_map": False}])
+def test_write_map_off_keeps_the_file_to_its_data(tmp_path: Path, options: dict) -> None:
     path = tmp_path / "x.lmdb"
-    with LMDBStore(path, write_map=False) as s:
+    with LMDBStore(path, **options) as s:        # off unless asked for
         assert not s._shared.write_map
         s.set("a", b"x" * 100)
         assert os.path.getsize(path) < s.map_size
@@ -52,7 +54,7 @@ def test_a_file_full_of_holes_is_written_through_the_file(tmp_path: Path) -> Non
     env.close()
     assert os.path.getsize(path) == 1 << 30
     before = _allocated(path)
-    with LMDBStore(path) as s:
+    with LMDBStore(path, write_map=True) as s:
         assert not s._shared.write_map
         s.set("a/c/0", b"y" * 5000)
         assert s.get("zarr.json") == b"{}"
@@ -61,14 +63,14 @@ def test_a_file_full_of_holes_is_written_through_the_file(tmp_path: Path) -> Non
 
 def test_one_process_cannot_mix_write_map_settings(tmp_path: Path) -> None:
     path = tmp_path / "x.lmdb"
-    with LMDBStore(path):
+    with LMDBStore(path, write_map=True):
         with pytest.raises(StoreConfigError) as info:
             LMDBStore(path, write_map=False)
         assert info.value.field == "write_map"
 
 
 def _grower(path: str, rounds: int) -> None:
-    with LMDBStore(path, durability="none", map_size_start=64 << 10) as s:
+    with LMDBStore(path, durability="none", map_size_start=64 << 10, write_map=True) as s:
         for r in range(rounds):
             s.set_many([(f"g/{r}/{i}", os.urandom(4000)) for i in range(50)])
 
@@ -76,7 +78,7 @@ def _grower(path: str, rounds: int) -> None:
 def _opener(path: str, rounds: int) -> None:
     seen = 0
     for _ in range(rounds):
-        with LMDBStore(path, durability="none") as s:
+        with LMDBStore(path, durability="none", write_map=True) as s:
             s.get("g/0/0")
             length = os.path.getsize(path)
             assert length >= seen, "the data file got shorter"
@@ -87,7 +89,7 @@ def test_growing_while_other_processes_open_never_cuts_the_file(tmp_path: Path) 
     # An opener mapping the file shorter than a growing writer's map would cut the file
     # under the writer's pages: the writer would die of SIGBUS.
     path = str(tmp_path / "x.lmdb")
-    LMDBStore(path, map_size_start=64 << 10).close()
+    LMDBStore(path, map_size_start=64 << 10, write_map=True).close()
     procs = [SPAWN.Process(target=_grower, args=(path, 60))]
     procs += [SPAWN.Process(target=_opener, args=(path, 40)) for _ in range(2)]
     for p in procs:

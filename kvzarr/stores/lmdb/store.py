@@ -91,7 +91,7 @@ class LMDBStore(Store):
                  durability: str = "full", map_size_start: int = 1 << 20,
                  map_size_max: int | None = None, lock: bool = True,
                  subdir: bool | None = None, max_readers: int = 126,
-                 write_map: bool = True) -> None:
+                 write_map: bool = False) -> None:
         """``durability``: ``"full"`` (default: every commit is on disk when it returns),
         ``"relaxed"`` (a power loss may undo the last commits, never corrupts) or
         ``"none"`` (no fsync; see stores/lmdb.md). ``map_size_start``: the first map
@@ -101,7 +101,9 @@ class LMDBStore(Store):
         ``subdir``: None detects it (an existing directory is a directory environment).
         ``write_map``: on Linux, write through LMDB's shared map (``MDB_WRITEMAP``, the
         file's blocks allocated before they are mapped) instead of copying each page
-        into the file at commit; see stores/lmdb.md."""
+        into the file at commit: faster for large transactions, but a small commit
+        then writes back whole page-cache folios (up to 2 MiB each on recent kernels),
+        so off by default; see stores/lmdb.md, "Write map"."""
         super().__init__(read_only=read_only)
         self.path = os.fspath(path)
         if durability not in DURABILITY:
