@@ -94,8 +94,8 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
     # the price of syncing apart from the price of the software
     _k("lmdb", "kvzarr LMDBStore, durability='none'", "raw-lmdb",
        "never fsynced, as zarr-python 2's LMDBStore", "-nosync", {"durability": "none"}),
-    # LMDB's write map (the default until it was measured: stores/lmdb.md, "Write
-    # map"): faster in large transactions, slower in small ones (group "writemap")
+    # LMDB's write map with sync (by default it is on only without: stores/lmdb.md,
+    # "Write map"): faster in large transactions, slower in small ones (group "writemap")
     _k("lmdb", "kvzarr LMDBStore, write_map=True", "raw-lmdb",
        "transactional, fsync per commit, written through the map", "-writemap",
        {"write_map": True}),
@@ -290,7 +290,7 @@ GROUPS = {
     # the peers and the raw engines (PostgreSQL has a group of its own: cache)
     "rule": [n for n, s in SYSTEMS.items() if s.engine and s.engine != "postgresql"
              and n not in ("kvzarr-fs-nolock", "kvzarr-lmdb-writemap")],
-    # LMDBStore with and without its write map (an option, off by default), on the
+    # the durable LMDBStore with and without its write map, on the
     # workloads that tell them apart: --workloads W1,W2,W3,W6
     "writemap": ["kvzarr-lmdb", "kvzarr-lmdb-writemap", "raw-lmdb", "kvzarr-memory"],
     # the directory store's bars (issue 16 item 4) with both durabilities: kvzarr-fs

@@ -70,8 +70,10 @@ class KvzarrSystem(System):
             self.missing = {"multiprocess": "a MemoryStore lives in one process",
                             "shared-writes": "a MemoryStore lives in one process",
                             "bytes-written": "a MemoryStore writes no files"}
-        if (self.kind == "lmdb" and self.options.get("write_map", False)
-                and sys.platform.startswith("linux")):
+        from kvzarr.stores.lmdb.env import default_write_map
+        if (self.kind == "lmdb" and sys.platform.startswith("linux")
+                and default_write_map(self.options.get("durability", "full"),
+                                      self.options.get("write_map"))):
             self.missing = {"bytes-written": "LMDBStore writes through a writable memory "
                                              "map, which the write counter cannot see"}
         # what the store documents about writers sharing a chunk (W6 measures it)

@@ -44,13 +44,13 @@ Measured in the stores (alternating runs of each; benchmarks/ W1 and W3 shapes):
   437-541 with flushes;
 * SQLite, W3's 26 MB sharded write: the COMMIT 72-103 ms with write-back every 16 MiB,
   41-48 ms with flushes every 4 MiB;
-* LMDB does not do it. Without its write map (the default) the pages reach the file
-  only at commit. With it, flushes halved the commit but the total did not move: at
-  commit LMDB clears a flag in the header of every page it changed, through the map,
-  and a page changed through a map is written back as its whole page-cache folio
-  (up to 2 MiB on Linux 6.18; stores/lmdb.md, "Write map"): 133 one-byte changes 1.1
-  MB apart made ``fdatasync`` write 116 MB in 110-130 ms, the same changes made with
-  ``pwrite`` 0.55 MB in 6-8 ms.
+* LMDB does not do it. Without its write map (the default where commits sync) the
+  pages reach the file only at commit. With it, flushes halved the commit but the
+  total did not move: at commit LMDB clears a flag in the header of every page it
+  changed, through the map, and a page changed through a map is written back as its
+  whole page-cache folio (up to 2 MiB on Linux 6.18; stores/lmdb.md, "Write map"):
+  133 one-byte changes 1.1 MB apart made ``fdatasync`` write 116 MB in 110-130 ms,
+  the same changes made with ``pwrite`` 0.55 MB in 6-8 ms.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""LMDBStore's write map (stores/lmdb.md, "Write map"), an option (off by default): the
-mapped file is backed by allocated blocks, never made shorter under another process, and
-files full of holes (another program's write map) are written through the file
+"""LMDBStore's write map (stores/lmdb.md, "Write map"; by default on only without sync):
+the mapped file is backed by allocated blocks, never made shorter under another process,
+and files full of holes (another program's write map) are written through the file
 instead."""
 
 from __future__ import annotations
@@ -36,13 +36,24 @@ def test_the_mapped_file_is_allocated_and_as_long_as_the_map(tmp_path: Path) -> 
         assert s.get("k/1999") is not None
 
 
-@pytest.mark.parametrize("options", [{}, {"write_map": False}])
+@pytest.mark.parametrize("options", [{}, {"durability": "relaxed"}, {"write_map": False},
+                                     {"durability": "none", "write_map": False}])
 def test_write_map_off_keeps_the_file_to_its_data(tmp_path: Path, options: dict) -> None:
+    # off by default where commits sync: they would wait for whole folios
     path = tmp_path / "x.lmdb"
-    with LMDBStore(path, **options) as s:        # off unless asked for
+    with LMDBStore(path, **options) as s:
         assert not s._shared.write_map
         s.set("a", b"x" * 100)
         assert os.path.getsize(path) < s.map_size
+
+
+def test_write_map_on_by_default_without_sync(tmp_path: Path) -> None:
+    # nothing waits for write-back: the map saves a copy of each page
+    path = tmp_path / "x.lmdb"
+    with LMDBStore(path, durability="none") as s:
+        assert s._shared.write_map
+        s.set("a", b"x" * 100)
+        assert os.path.getsize(path) == s.map_size
 
 
 def test_a_file_full_of_holes_is_written_through_the_file(tmp_path: Path) -> None:

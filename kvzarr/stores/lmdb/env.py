@@ -60,6 +60,14 @@ _GROW_STEP = 1 << 30
 DURABILITY = {"full": (True, True), "relaxed": (True, False), "none": (False, False)}
 
 
+def default_write_map(durability: str, write_map: bool | None) -> bool:
+    """``write_map`` as given, or when None: on where no commit waits for write-back
+    (durability "none": the map saves a copy of each page), off where one does (a page
+    changed through the map is written back as its whole page-cache folio, up to 2 MiB;
+    stores/lmdb.md, "Write map")."""
+    return durability == "none" if write_map is None else bool(write_map)
+
+
 def _disk_nearly_full(path: str) -> bool:
     try:
         st = os.statvfs(os.path.dirname(os.path.abspath(path)) or ".")

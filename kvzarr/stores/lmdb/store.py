@@ -40,7 +40,7 @@ from ...runtime import process as _process
 from ...runtime.process import current_pid
 from . import env as _env
 from . import keymap
-from .env import DURABILITY, SharedEnv, _translate
+from .env import DURABILITY, SharedEnv, _translate, default_write_map
 
 _BACKEND_ERRORS = (lmdb.Error, OSError, LookupError)
 #: Writes estimated at this many bytes or more check the free map space first.
@@ -91,7 +91,7 @@ class LMDBStore(Store):
                  durability: str = "full", map_size_start: int = 1 << 20,
                  map_size_max: int | None = None, lock: bool = True,
                  subdir: bool | None = None, max_readers: int = 126,
-                 write_map: bool = False) -> None:
+                 write_map: bool | None = None) -> None:
         """``durability``: ``"full"`` (default: every commit is on disk when it returns),
         ``"relaxed"`` (a power loss may undo the last commits, never corrupts) or
         ``"none"`` (no fsync; see stores/lmdb.md). ``map_size_start``: the first map
@@ -101,9 +101,10 @@ class LMDBStore(Store):
         ``subdir``: None detects it (an existing directory is a directory environment).
         ``write_map``: on Linux, write through LMDB's shared map (``MDB_WRITEMAP``, the
         file's blocks allocated before they are mapped) instead of copying each page
-        into the file at commit: faster for large transactions, but a small commit
-        then writes back whole page-cache folios (up to 2 MiB each on recent kernels),
-        so off by default; see stores/lmdb.md, "Write map"."""
+        into the file at commit. It saves a copy of each page, but the kernel writes a
+        page changed through the map back as its whole page-cache folio (up to 2 MiB
+        on recent kernels), which a durable commit waits for. None (default): on with
+        ``durability="none"``, off otherwise; see stores/lmdb.md, "Write map"."""
         super().__init__(read_only=read_only)
         self.path = os.fspath(path)
         if durability not in DURABILITY:
@@ -141,7 +142,7 @@ class LMDBStore(Store):
         self._options = dict(read_only=read_only, durability=durability,
                              map_size_start=map_size_start, map_size_max=map_size_max,
                              lock=lock, subdir=subdir, max_readers=max_readers,
-                             write_map=bool(write_map))
+                             write_map=default_write_map(durability, write_map))
         if not lock:
             self.capabilities = dataclasses.replace(type(self).capabilities,
                                                     multi_process=False)
