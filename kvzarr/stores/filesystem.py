@@ -668,6 +668,10 @@ class FilesystemStore(Store):
         return workers.map_grouped(self._get, keys, parallel=len(keys) >= _PARALLEL_FILES)
 
     def _set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        # The items are written on several threads, so a key given twice could end with
+        # either value: keep only its last one, as sequential sets would.
+        if len({key for key, _ in items}) != len(items):
+            items = list(dict(items).items())
         if not self.fsync:
             set_one = self._set
             workers.map_grouped(lambda kv: set_one(*kv), items,

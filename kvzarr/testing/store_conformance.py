@@ -319,6 +319,15 @@ class StoreConformance:
         assert list(store.list_prefix("many/")) == [k for k, _ in items]
         assert store.get_many([k for k, _ in items]) == [v for _, v in items]
 
+    def test_set_many_keeps_the_last_value_of_a_repeated_key(self, store: Store) -> None:
+        # as sequential sets, also where a store writes one call's items on several
+        # threads: the second values come in the other key order, so that a store that
+        # splits the list among threads would meet each key's two writes at once
+        keys = [f"rep/{i:03d}" for i in range(200)]
+        items = [(k, b"first") for k in keys] + [(k, b"last " + k.encode()) for k in keys[::-1]]
+        store.set_many(items)
+        assert store.get_many(keys) == [b"last " + k.encode() for k in keys]
+
     def test_set_many_buffer_values(self, store: Store) -> None:
         # Read-only views of one block (what a bulk array write hands down) are stored
         # as their bytes; a writable buffer changed after the call changes nothing,
