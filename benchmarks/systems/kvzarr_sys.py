@@ -51,6 +51,12 @@ def codecs_of(codec: dict[str, Any], itemsize: int) -> list[dict[str, Any]] | No
     raise ValueError(codec)
 
 
+def _writes_through_map(options: dict[str, Any]) -> bool:
+    """Whether an LMDBStore with ``options`` writes through LMDB's map (on Linux)."""
+    from kvzarr.stores.lmdb.env import default_write_map
+    return default_write_map(options.get("durability", "full"), options.get("write_map"))
+
+
 class KvzarrSystem(System):
     def __init__(self, info: Any, root: Any) -> None:
         super().__init__(info, root)
@@ -70,10 +76,8 @@ class KvzarrSystem(System):
             self.missing = {"multiprocess": "a MemoryStore lives in one process",
                             "shared-writes": "a MemoryStore lives in one process",
                             "bytes-written": "a MemoryStore writes no files"}
-        from kvzarr.stores.lmdb.env import default_write_map
-        if (self.kind == "lmdb" and sys.platform.startswith("linux")
-                and default_write_map(self.options.get("durability", "full"),
-                                      self.options.get("write_map"))):
+        if self.kind == "lmdb" and sys.platform.startswith("linux") and \
+                _writes_through_map(self.options):
             self.missing = {"bytes-written": "LMDBStore writes through a writable memory "
                                              "map, which the write counter cannot see"}
         # what the store documents about writers sharing a chunk (W6 measures it)
