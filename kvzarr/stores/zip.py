@@ -161,8 +161,8 @@ class ZipStore(Store):
     def _first_archive(self) -> tuple[Ident, _Archive]:
         """Create the empty archive (we hold the writer lock)."""
         try:
-            st, file, _, _, _ = rewrite(self.path, [], set(), b"", None, self._lock_file(),
-                                        _ZIP64_LIMIT, self.fsync, lambda: None)
+            st, file, *_ = rewrite(self.path, [], set(), b"", None, self._lock_file(),
+                                   _ZIP64_LIMIT, self.fsync, lambda: None)
         except OSError as e:
             raise _translate(e, str(self.path)) from e
         self._rewrites += 1
@@ -541,13 +541,17 @@ class ZipStore(Store):
             else:
                 self._cut_torn_tail(old)
 
-        st, file, new, foreign, cd_start = rewrite(
+        st, file, new, foreign, cd_start, records = rewrite(
             self.path, plan, {m.name for m in old.foreign}, old.comment, old.mode,
             self._lock_file(), _ZIP64_LIMIT, self.fsync, before_swap)
         self._commits += 1
         self._rewrites += 1
+        # the old file is gone from the directory: the last close of it frees its
+        # blocks, which is left to a sync thread (zipformat.ArchiveFile.close_aside)
+        old.close_aside = True
         return _ident(st), _Archive(file, new, foreign, old.comment, str(self.path),
-                                    end=st.st_size, cd_start=cd_start, live=cd_start, st=st)
+                                    end=st.st_size, cd_start=cd_start, live=cd_start, st=st,
+                                    records=records)
 
     # -- the writer lock -----------------------------------------------------------------
 

@@ -32,8 +32,9 @@ from zlib_ng import zlib_ng
 from ..runtime import workers
 from .writeback import WRITEBACK_BYTES, FileWriteback
 from .zipappend import UNKNOWN, CommitRecord, datasync, write_record
-from .zipformat import (LOCAL_CRC_AT, ArchiveFile, ArchiveWriter, BytesOut, Member,
-                        copy_member, dos_datetime, encode_value, stored_member,
+from .zipdirectory import SortedRecords
+from .zipformat import (LOCAL_CRC_AT, ZIP64_LIMIT, ArchiveFile, ArchiveWriter, BytesOut,
+                        Member, copy_members, dos_datetime, encode_value, stored_member,
                         write_directory, write_local_header, write_records)
 
 #: Temporary archives are named ``.<archive name>.kvzarr-tmp-<hex>`` in the same directory.
@@ -212,12 +213,14 @@ def write_at(fd: int, buffers: Sequence[Any], offset: int) -> None:
 def rewrite(path: Path, plan: Sequence[tuple[str, ArchiveFile, Member]], foreign: set[str],
             comment: bytes, mode: int | None, record_fd: int, zip64_limit: int,
             durable: bool, before_swap: Callable[[], None]
-            ) -> tuple[os.stat_result, Any, dict[str, Member], list[Member], int]:
+            ) -> tuple[os.stat_result, Any, dict[str, Member], list[Member], int,
+                       SortedRecords | None]:
     """Write a new archive of ``plan`` (name, file holding the member, member; in name
     order) beside the old one and rename it over it; ``foreign`` names the members
     that are not keys. ``before_swap`` runs once the new archive is on disk, just
     before its record and the rename. Returns the new file's status, its open file
-    object, its key members, its foreign members and where its directory starts."""
+    object, its key members, its foreign members, where its directory starts and its
+    sorted directory records (None with foreign members or a lowered ZIP64 limit)."""
     tmp = path.with_name(f".{path.name}{TEMP_MARKER}{uuid.uuid4().hex}")
     fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     try:
@@ -226,14 +229,20 @@ def rewrite(path: Path, plan: Sequence[tuple[str, ArchiveFile, Member]], foreign
         out = ArchiveWriter(fd, zip64_limit)
         members: dict[str, Member] = {}
         others: list[Member] = []
-        for name, source, src in plan:
-            m = copy_member(out, source, src)
+        copies = copy_members(out, [(source, src) for _, source, src in plan])
+        for (name, _, _), m in zip(plan, copies):
             if name in foreign:
                 others.append(m)
             else:
                 members[name] = m
         cd_start = out.pos
-        write_directory(out, [*members.values(), *others], comment)
+        records = None
+        if not others and zip64_limit == ZIP64_LIMIT:
+            # the sorted records the next commit starts from (zipdirectory.py)
+            records = SortedRecords.build(members.values())
+            write_records(out, records.records, comment)
+        else:
+            write_directory(out, [*members.values(), *others], comment)
         out.flush()
         if durable:
             os.fsync(fd)
@@ -251,7 +260,7 @@ def rewrite(path: Path, plan: Sequence[tuple[str, ArchiveFile, Member]], foreign
         raise
     if durable:
         fsync_directory(path.parent)
-    return st, os.fdopen(fd, "rb"), members, others, cd_start
+    return st, os.fdopen(fd, "rb"), members, others, cd_start, records
 
 
 def fsync_directory(directory: Path) -> None:
