@@ -122,7 +122,7 @@ class ArchiveFile:
             try:
                 workers.SYNC_POOL.submit(self.file.close)
                 return
-            except RuntimeError:               # the interpreter is shutting down
+            except Exception:       # the interpreter is shutting down: no new threads
                 pass
         self.file.close()
 
