@@ -57,6 +57,24 @@ def _writes_through_map(options: dict[str, Any]) -> bool:
     return default_write_map(options.get("durability", "full"), options.get("write_map"))
 
 
+def _store_class(kind: str) -> Any:
+    """The kvzarr store class of a system's ``store`` kind."""
+    if kind == "memory":
+        from kvzarr import MemoryStore
+        return MemoryStore
+    if kind == "fs":
+        from kvzarr import FilesystemStore
+        return FilesystemStore
+    if kind == "lmdb":
+        from kvzarr.stores.lmdb import LMDBStore
+        return LMDBStore
+    if kind in ("sql", "pg"):
+        from kvzarr.stores.sql import SQLStore
+        return SQLStore
+    from kvzarr.stores.zip import ZipStore
+    return ZipStore
+
+
 class KvzarrSystem(System):
     def __init__(self, info: Any, root: Any) -> None:
         super().__init__(info, root)
@@ -67,6 +85,9 @@ class KvzarrSystem(System):
         #: storage transformers stacked on each store (kvzarr.open_store's transformers=)
         self.transformers = info.kwargs.get("transformers", [])
         self.suffix = _SUFFIX[self.kind]
+        # imported now, untimed, as the peers import theirs: kvzarr.stores.sql imports
+        # SQLAlchemy (~150 ms), which the first timed write of every job paid before
+        self.store_class = _store_class(self.kind)
         #: the Zarr format of the arrays and groups it creates (2: v2 documents)
         self.zarr_format = info.kwargs.get("zarr_format", 3)
         self._stores: dict[str, Any] = {}
@@ -102,21 +123,11 @@ class KvzarrSystem(System):
         st = self._stores.get(loc)
         if st is None:
             if self.kind == "memory":
-                st = self.kvzarr.MemoryStore()
-            elif self.kind == "fs":
-                st = self.kvzarr.FilesystemStore(loc, **self.options)
-            elif self.kind == "lmdb":
-                from kvzarr.stores.lmdb import LMDBStore
-                st = LMDBStore(loc, **self.options)
-            elif self.kind == "sql":
-                from kvzarr.stores.sql import SQLStore
-                st = SQLStore(loc, **self.options)
-            elif self.kind == "zip":
-                from kvzarr.stores.zip import ZipStore
-                st = ZipStore(loc, **self.options)
+                st = self.store_class()
             elif self.kind == "pg":
-                from kvzarr.stores.sql import SQLStore
-                st = SQLStore(self.url, table=loc, **self.options)
+                st = self.store_class(self.url, table=loc, **self.options)
+            else:
+                st = self.store_class(loc, **self.options)
             if self.transformers:
                 st = self.kvzarr.open_store(st, transformers=self.transformers)
             self._stores[loc] = st
