@@ -74,7 +74,7 @@ from .ziparchive import ArchiveVersion as _Archive
 from .ziparchive import Ident, load, resolve as _resolve
 from .ziparchive import ident as _ident
 from .zipcommit import TEMP_MARKER, PendingAppend, rewrite
-from .zipdirectory import SortedRecords
+from .zipdirectory import SortedRecords, records_kept
 from .zipformat import SIG_EOCD64, ZIP64_LIMIT, ArchiveFile, Member, footprint, read_directory
 
 
@@ -466,10 +466,9 @@ class ZipStore(Store):
     def _sorted_records(old: _Archive, members: dict[str, Member],
                         writes: dict[str, Any]) -> SortedRecords | None:
         """The new directory's records in name order: ``old``'s with ``writes`` applied
-        when it kept them, else built once. None where the members' records are not the
-        default ones (a lowered ZIP64 limit, in tests) or names may repeat (members
-        with names that are not keys, kept from another program's archive)."""
-        if old.foreign or _ZIP64_LIMIT != ZIP64_LIMIT:
+        when it kept them, else built once. None where records are not kept
+        (zipdirectory.records_kept)."""
+        if not records_kept(bool(old.foreign), _ZIP64_LIMIT):
             return None
         if old.records is None:
             return SortedRecords.build(members.values())

@@ -32,9 +32,9 @@ from zlib_ng import zlib_ng
 from ..runtime import workers
 from .writeback import WRITEBACK_BYTES, FileWriteback
 from .zipappend import UNKNOWN, CommitRecord, datasync, write_record
-from .zipdirectory import SortedRecords
-from .zipformat import (LOCAL_CRC_AT, ZIP64_LIMIT, ArchiveFile, ArchiveWriter, BytesOut,
-                        Member, copy_members, dos_datetime, encode_value, stored_member,
+from .zipdirectory import SortedRecords, records_kept
+from .zipformat import (LOCAL_CRC_AT, ArchiveFile, ArchiveWriter, BytesOut, Member,
+                        copy_members, dos_datetime, encode_value, stored_member,
                         write_directory, write_local_header, write_records)
 
 #: Temporary archives are named ``.<archive name>.kvzarr-tmp-<hex>`` in the same directory.
@@ -237,7 +237,7 @@ def rewrite(path: Path, plan: Sequence[tuple[str, ArchiveFile, Member]], foreign
                 members[name] = m
         cd_start = out.pos
         records = None
-        if not others and zip64_limit == ZIP64_LIMIT:
+        if records_kept(bool(others), zip64_limit):
             # the sorted records the next commit starts from (zipdirectory.py)
             records = SortedRecords.build(members.values())
             write_records(out, records.records, comment)

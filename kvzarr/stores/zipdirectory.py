@@ -21,6 +21,14 @@ from .zipformat import ZIP64_LIMIT, Member, central_record
 _BY_NAME = attrgetter("name")
 
 
+def records_kept(foreign: bool, zip64_limit: int) -> bool:
+    """Whether an archive's records are kept in name order for the next commit: not
+    where names may repeat (``foreign``: members whose names are not keys, kept from
+    another program's archive) or the records are not the default ones (a lowered
+    ZIP64 limit, in tests)."""
+    return not foreign and zip64_limit == ZIP64_LIMIT
+
+
 class SortedRecords:
     """The central directory record of each member (at the default ZIP64 limit), in
     name order, beside the names. Never changed once built: :meth:`updated` returns a
