@@ -428,14 +428,19 @@ class ZipStore(Store):
                 ) -> tuple[Ident, _Archive]:
         """Commit ``writes``: a directory after the appended members, or (compaction)
         a rewrite of the archive when dead bytes would pass the threshold."""
+        # A replaced member is assigned over, not popped and inserted again: a dict
+        # with no deleted slots is copied as one block (CPython), where one with them is
+        # rebuilt entry by entry (~100 us against ~7 for 4,096 members).
         members, live, limit = dict(old.members), old.live, _ZIP64_LIMIT
         for name, m in writes.items():
-            gone = members.pop(name, None)
-            if gone is not None:
-                live -= footprint(gone, limit)
-            if m is not DELETED:
+            if m is DELETED:
+                gone = members.pop(name, None)
+            else:
+                gone = members.get(name)
                 members[name] = m
                 live += footprint(m, limit)
+            if gone is not None:
+                live -= footprint(gone, limit)
         path = str(self.path)
         try:
             # An empty archive is replaced rather than appended to: its end record would
