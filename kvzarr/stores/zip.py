@@ -28,6 +28,10 @@ Promises:
 * Overwrite and erase leave exactly one live member per key in the directory, so the
   file stays a plain zip that Python's ``zipfile`` and other Zarr readers open after
   every commit.
+* ``directory="close"`` holds commits instead: each appends only its members and the
+  handle keeps the writer lock until :meth:`ZipStore.flush` or ``close()`` writes one
+  directory for all of them (:mod:`kvzarr.stores.zipheld`); a crash before that loses
+  the held commits, never the archive before them.
 * Writers in all threads and processes are serialised by ``flock`` on the sidecar file
   ``<archive>.lock``; readers take no lock, read from the archive version they loaded
   and load the next when the file at the path grew or was replaced (inode, size or
@@ -52,6 +56,7 @@ import itertools
 import os
 import threading
 import time
+import weakref
 import zipfile
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -76,6 +81,7 @@ from .ziparchive import ident as _ident
 from .zipcommit import TEMP_MARKER, PendingAppend, rewrite
 from .zipdirectory import SortedRecords, records_kept
 from .zipformat import SIG_EOCD64, ZIP64_LIMIT, ArchiveFile, Member, footprint, read_directory
+from .zipheld import HeldCommits
 
 
 # The ZIP64 threshold of the archives this module writes, looked up at each commit so
@@ -102,25 +108,41 @@ class ZipStore(Store):
 
     def __init__(self, path: str | os.PathLike, *, read_only: bool = False,
                  compression: int = zipfile.ZIP_STORED, compresslevel: int | None = None,
-                 fsync: bool = True, lock_timeout: float | None = None) -> None:
+                 fsync: bool = True, lock_timeout: float | None = None,
+                 directory: str = "commit") -> None:
         """Open the archive at ``path``, creating an empty one (and its directory) unless
         ``read_only``. ``compression`` is ``zipfile.ZIP_STORED`` or ``ZIP_DEFLATED``
         (``compresslevel`` 0-9). ``fsync=False`` gives up durability on power loss, not
         atomicity. ``lock_timeout`` seconds bound the wait for the writer lock
-        (:class:`ConflictError` after); None waits as long as it takes."""
+        (:class:`ConflictError` after); None waits as long as it takes.
+
+        ``directory`` says when the central directory is written: ``"commit"`` (every
+        commit: the archive is complete and durable after each) or ``"close"``
+        (:meth:`flush`, :meth:`close`, a compaction: commits append only their members,
+        the handle holds the writer lock in between, and a crash loses what it held,
+        never the archive before; see :mod:`kvzarr.stores.zipheld`)."""
         super().__init__(read_only=read_only)
+        if directory not in ("commit", "close"):
+            raise UnsupportedOperationError(
+                f"zip directory {directory!r} is not supported", field="directory",
+                hint='use "commit" (the default) or "close"')
         if compression not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
             raise UnsupportedOperationError(
                 f"zip compression {compression!r} is not supported", field="compression",
                 hint="use zipfile.ZIP_STORED (the default) or zipfile.ZIP_DEFLATED")
         if compression == zipfile.ZIP_DEFLATED:
-            self.capabilities = replace(type(self).capabilities, partial_reads=False)
+            self.capabilities = replace(self.capabilities, partial_reads=False)
+        if directory == "close":
+            # one writing handle until it closes: others wait for the lock it holds
+            self.capabilities = replace(self.capabilities, multi_process=False)
         self.path = Path(path).absolute()
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.compression = compression
         self.compresslevel = compresslevel
         self.fsync = fsync
         self.lock_timeout = lock_timeout
+        self.directory = directory
+        self._held = self._new_held()
         #: a durable commit's early flushes of the members it appends (writeback.py)
         self._writeback = (FileWriteback(str(self.path), "kvzarr-zip-writeback")
                            if fsync and not read_only and writeback_available() else None)
@@ -175,11 +197,14 @@ class ZipStore(Store):
         """The archive now at the path: reloaded when the file changed (a commit appended
         to it, or a compaction replaced it). While the file ends in bytes past the
         archive (a commit being appended, or a torn one) every call looks again."""
+        self._check_fork()
+        held = self._held.version
+        if held is not None:                   # our own commits, past the last directory
+            return held
         try:
             ident = _ident(os.stat(self.path))
         except FileNotFoundError:
             raise StoreError("the zip archive was removed", path=str(self.path)) from None
-        self._check_fork()
         archive = self._archive
         if archive is not None and self._seen == ident and archive.end == ident[2]:
             return archive
@@ -222,9 +247,18 @@ class ZipStore(Store):
         if self._pid != current_pid():
             self._pid, self._lock_fd, self._archive = current_pid(), None, None
             self._record_ro_fd = None
+            self._held = self._new_held()      # the parent's are not ours
             self._mutex = threading.Lock()
             self._load_lock = threading.Lock()
             self._fd_lock = threading.Lock()
+
+    def _new_held(self) -> HeldCommits:
+        """directory="close": the commits appended since the last directory, written by
+        flush(), close(), or when the handle is dropped or the interpreter exits."""
+        held = HeldCommits()
+        if self.directory == "close" and not self.read_only:
+            weakref.finalize(self, held.finish_quietly)
+        return held
 
     def _view(self) -> tuple[_Archive, Any]:
         """The archive this thread reads and its transaction (None outside one)."""
@@ -403,7 +437,11 @@ class ZipStore(Store):
             archive = self._fresh()
             if archive.file is None:           # no archive yet (cannot happen after init)
                 raise StoreError("the zip archive is missing", path=str(self.path))
-            return _Txn(archive, {})
+            txn = _Txn(archive, {})
+            if self._held.active:              # appends after the commits held so far
+                txn.pending = self._held.pending
+                txn.mark = txn.pending.pos
+            return txn
         except BaseException:
             self._release()
             raise
@@ -411,6 +449,7 @@ class ZipStore(Store):
     def _commit(self, handle: Any) -> None:
         if handle.writes is None:
             return
+        done = False          # a commit that changes nothing keeps none of its members
         try:
             old, writes = handle.archive, handle.writes
             if handle.compact or _changes(old, writes):
@@ -419,10 +458,22 @@ class ZipStore(Store):
                 handle.end = archive.end
                 with self._load_lock:
                     self._seen, self._archive = seen, archive
+                done = True
         finally:
-            if handle.pending is not None:
-                handle.pending.abandon()       # no-op once finished
+            self._drop_pending(handle, done)
             self._release()
+
+    def _drop_pending(self, txn: Any, committed: bool) -> None:
+        """After a transaction: what it appended is cut away unless its commit finished
+        it or holds it (directory="close"); commits held before it stay."""
+        pending = txn.pending
+        if pending is None:
+            return
+        if pending is self._held.pending:
+            if not committed:
+                self._held.cut(txn.mark)
+        else:
+            pending.abandon()                  # no-op once finished
 
     def _finish(self, txn: Any, old: _Archive, writes: dict[str, Any]
                 ) -> tuple[Ident, _Archive]:
@@ -449,23 +500,75 @@ class ZipStore(Store):
             if not txn.compact and (old.members or old.foreign):
                 pending = self._pending_append(txn)
                 records = self._sorted_records(old, members, writes)
-                directory = (pending.directory_of(records.records, old.comment)
-                             if records is not None else
-                             pending.directory([*members.values(), *old.foreign],
-                                               old.comment))
                 dead = pending.pos - live
-                if not (dead >= COMPACT_MIN_DEAD and 2 * dead > directory.pos):
-                    st, file = pending.finish(directory)
-                    self._commits += 1
-                    return _ident(st), _Archive(file, members, list(old.foreign),
-                                                old.comment, path, end=directory.pos,
-                                                cd_start=pending.pos, live=live, st=st,
-                                                records=records)
+                if self.directory == "close":
+                    if not (dead >= COMPACT_MIN_DEAD and 2 * dead > pending.pos):
+                        return self._hold(pending, old, members, live, records)
+                else:
+                    directory = (pending.directory_of(records.records, old.comment)
+                                 if records is not None else
+                                 pending.directory([*members.values(), *old.foreign],
+                                                   old.comment))
+                    if not (dead >= COMPACT_MIN_DEAD and 2 * dead > directory.pos):
+                        st, file = pending.finish(directory)
+                        self._commits += 1
+                        return _ident(st), _Archive(file, members, list(old.foreign),
+                                                    old.comment, path, end=directory.pos,
+                                                    cd_start=pending.pos, live=live,
+                                                    st=st, records=records)
             return self._rewrite(old, members, txn.pending)
         except OSError as e:
             if isinstance(e, StoreError):
                 raise
             raise _translate(e, path) from e
+
+    def _hold(self, pending: PendingAppend, old: _Archive, members: dict[str, Member],
+              live: int, records: SortedRecords | None) -> tuple[Ident, _Archive]:
+        """directory="close": the commit as a version of the archive that only this
+        handle reads (through a descriptor of its own, so versions close independently),
+        its members held until the next directory."""
+        file = os.fdopen(os.dup(pending.fd), "rb")
+        version = _Archive(file, members, list(old.foreign), old.comment, str(self.path),
+                           end=pending.pos, cd_start=pending.pos, live=live,
+                           records=records)
+        self._held.hold(pending, version, self._lock_file())
+        self._commits += 1
+        return self._seen, version
+
+    def flush(self) -> None:
+        """Write the central directory of the commits held since the last one
+        (``directory="close"``), synced with ``fsync=True``: from then on they are in the
+        archive other programs and processes read, and survive a crash; the writer lock
+        is released. Nothing to do otherwise (each commit wrote its own directory). Not
+        inside a transaction of this thread."""
+        if not self._held.active:
+            return
+        if self._in_write_transaction():
+            raise UnsupportedOperationError("flush inside a write transaction",
+                                            hint="flush after the transaction")
+        self._acquire()
+        try:
+            self._write_held()
+        finally:
+            self._release()
+
+    def _write_held(self) -> None:
+        """The held commits' directory (we hold the writer lock)."""
+        held = self._held
+        version = held.version
+        if version is None:
+            return
+        try:
+            st, file, end, cd_start = held.finish(version)
+        except OSError as e:
+            raise _translate(e, str(self.path)) from e
+        archive = _Archive(file, version.members, version.foreign, version.comment,
+                           str(self.path), end=end, cd_start=cd_start, live=version.live,
+                           st=st, records=version.records)
+        archive.seq = version.seq              # the same content: a cache stays valid
+        with self._load_lock:
+            self._seen, self._archive = _ident(st), archive
+        held.clear()
 
     @staticmethod
     def _sorted_records(old: _Archive, members: dict[str, Member],
@@ -510,8 +613,7 @@ class ZipStore(Store):
     def _abort(self, handle: Any) -> None:
         if handle.writes is not None:
             try:
-                if handle.pending is not None:
-                    handle.pending.abandon()   # the archive as it was
+                self._drop_pending(handle, False)   # the archive as it was
             finally:
                 self._release()
 
@@ -540,7 +642,15 @@ class ZipStore(Store):
         plan.sort(key=lambda entry: entry[0])
 
         def before_swap() -> None:
-            if pending is not None:
+            if pending is not None and pending is self._held.pending:
+                # Held commits are read by this handle's readers from the old file:
+                # rather than cut, it gets the directory of ``old`` (a crash before
+                # the rename leaves that archive), and this transaction's members
+                # stay behind as dead bytes.
+                _, file, _, _ = self._held.finish(old)
+                file.close()
+                self._held.clear()
+            elif pending is not None:
                 pending.abandon()
             else:
                 self._cut_torn_tail(old)
@@ -567,7 +677,8 @@ class ZipStore(Store):
             raise ConflictError("timed out waiting for another writer thread",
                                 path=str(self.path), hint="raise lock_timeout")
         try:
-            self._flock(self._lock_file(), deadline)
+            if not self._held.active:          # held commits keep the lock between them
+                self._flock(self._lock_file(), deadline)
             if not self._cleaned:
                 self._remove_stale_temps()
                 self._cleaned = True
@@ -593,7 +704,7 @@ class ZipStore(Store):
 
     def _release(self) -> None:
         try:
-            if self._lock_fd is not None:
+            if self._lock_fd is not None and not self._held.active:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
         finally:
             self._mutex.release()
@@ -633,9 +744,28 @@ class ZipStore(Store):
         return (str(self.path),), dict(
             read_only=self.read_only, compression=self.compression,
             compresslevel=self.compresslevel, fsync=self.fsync,
-            lock_timeout=self.lock_timeout)
+            lock_timeout=self.lock_timeout, directory=self.directory)
 
     def _close(self) -> None:
+        try:
+            if self._held.active and self._pid == current_pid():
+                self._close_held()
+        finally:
+            self._close_files()
+
+    def _close_held(self) -> None:
+        """close() with commits held: their directory, or (when it cannot be written)
+        the archive as it was before them."""
+        self._acquire()
+        try:
+            self._write_held()
+        except BaseException:
+            self._held.drop()
+            raise
+        finally:
+            self._release()
+
+    def _close_files(self) -> None:
         if self._writeback is not None:
             self._writeback.wait()
         if self._pid == current_pid():
@@ -663,6 +793,8 @@ class _Txn:
     compact: bool = False
     #: the length of the archive the commit wrote
     end: int = 0
+    #: where this transaction's members start in a held append (directory="close")
+    mark: int = 0
 
 
 # --- helpers ---------------------------------------------------------------------------
