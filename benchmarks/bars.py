@@ -99,15 +99,18 @@ class Bars:
     def same_engine(self, ours: str, workload: str, metric: str) -> None:
         """Issue 16's rule: ``ours`` at least the best peer on the same engine at equal
         durability (a synced store against synced peers, an unsynced one against
-        unsynced peers; read-only and in-memory peers count for both). Where a reason
+        unsynced peers; one whose writes are stored when they return against such peers,
+        one that stores them at close against peers that do too; read-only and
+        in-memory peers count for all). Where a reason
         in ENGINE_BOUND says the peer uses the engine in a way ours cannot, the bar may
         pass instead within 10% of the raw engine at our durability, if that raw engine
         is itself below the peer."""
         res = self.res
-        synced = res.synced(ours)
+        synced, commits = res.synced(ours), res.commits(ours)
         peers = [s for s in res.systems if res.family(s) == "peer"
                  and res.engine(s) == res.engine(ours)
-                 and (res.synced(s) is None or res.synced(s) == synced)]
+                 and (res.synced(s) is None or res.synced(s) == synced)
+                 and (res.commits(s) is None or res.commits(s) == commits)]
         mine = res.value(ours, workload, metric)
         best = self.best(peers, workload, metric)
         if mine is None or best is None:

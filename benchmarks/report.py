@@ -73,6 +73,9 @@ class Results:
     def synced(self, system: str) -> bool | None:
         return self._info(system, "synced")
 
+    def commits(self, system: str) -> str | None:
+        return self._info(system, "commits")
+
     def value(self, system: str, workload: str, metric: str) -> float | None:
         m = self.cells.get((system, workload, metric))
         return None if m is None or "median" not in m else m["median"]

@@ -36,6 +36,11 @@ class SystemInfo:
     #: whether a finished write has been fsynced (None: nothing to sync, in memory or
     #: read-only), so that the rule compares equal durabilities only
     synced: bool | None = None
+    #: when a finished write becomes part of the stored data, for other readers and
+    #: across a crash of the writer: "write" (when it returns), "close" (only when the
+    #: store is closed or flushed: zip writers that write the directory then), None
+    #: (read-only or in memory: counts as both); the rule compares equals only
+    commits: str | None = "write"
 
 
 def _k(store: str, label: str, limit: str, durability: str, suffix: str = "",
@@ -54,7 +59,9 @@ def _k(store: str, label: str, limit: str, durability: str, suffix: str = "",
                        "transformers": transformers or [], "zarr_format": zarr_format},
                       variant=bool(suffix) if variant is None else variant,
                       engine=STORE_ENGINES[store] if plain else "",
-                      synced=_synced(store, options))
+                      synced=_synced(store, options),
+                      commits=None if store == "memory" else
+                      "close" if options.get("directory") == "close" else "write")
 
 
 #: the engine under each kvzarr store
@@ -108,6 +115,12 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
        {"journal_mode": "DELETE"}),
     _k("zip", "kvzarr ZipStore, fsync=False", "raw-files", "commit appended, no fsync",
        "-nofsync", {"fsync": False}),
+    # the zip store writing its directory at close, as the zip peers do (stores/zip.md,
+    # "Commits held until a directory"): the equal-durability pair of zarr2-zip and
+    # zarr3-zip
+    _k("zip", "kvzarr ZipStore, fsync=False, directory='close'", "raw-files",
+       "members appended per commit, directory at close, no fsync", "-close",
+       {"fsync": False, "directory": "close"}),
     # the directory store syncing each value and its directory, as TensorStore's file
     # kvstore does by default (ts-file): the equal-durability pair of that peer
     _k("fs", "kvzarr FilesystemStore, fsync=True", "raw-files",
@@ -205,12 +218,13 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
                "one commit)", {"store": "kvzarr", "suffix": ".sqlite", "offload_bytes": None},
                variant=True),
     SystemInfo("zarr3-zip", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-files",
-               "zarr-python 3 ZipStore", "no fsync; overwrites append duplicates",
+               "zarr-python 3 ZipStore",
+               "no fsync; directory at close; overwrites append duplicates",
                {"store": "zip"},
-               engine="zip", synced=False),
+               engine="zip", synced=False, commits="close"),
     SystemInfo("zarr3-memory", "peer", "zarr3_sys", "Zarr3System", "peers3", "raw-memory",
                "zarr-python 3 MemoryStore", "in memory", {"store": "memory"},
-               engine="memory", synced=None),
+               engine="memory", synced=None, commits=None),
     SystemInfo("ts-file", "peer", "tensorstore_sys", "TensorStoreSystem", "peers3",
                "raw-files", "TensorStore zarr3 on file", "atomic per key, fsync per key",
                {"kvstore": "file"},
@@ -230,7 +244,7 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
     SystemInfo("ts-zip", "peer", "tensorstore_sys", "TensorStoreSystem", "peers3",
                "raw-files", "TensorStore zarr3 on zip (read-only)", "read-only",
                {"kvstore": "zip"},
-               engine="zip", synced=None),
+               engine="zip", synced=None, commits=None),
     SystemInfo("zarr2-lmdb", "peer", "zarr2_sys", "Zarr2System", "zarr2", "raw-lmdb",
                "zarr-python 2 LMDBStore",
                "never fsynced: sync off, and its flush()/close() skip the sync",
@@ -245,13 +259,14 @@ SYSTEMS: dict[str, SystemInfo] = {s.name: s for s in [
                {"store": "directory"},
                engine="files", synced=False),
     SystemInfo("zarr2-zip", "peer", "zarr2_sys", "Zarr2System", "zarr2", "raw-files",
-               "zarr-python 2 ZipStore", "no fsync; overwrites append duplicates",
+               "zarr-python 2 ZipStore",
+               "no fsync; directory at close; overwrites append duplicates",
                {"store": "zip"},
-               engine="zip", synced=False),
+               engine="zip", synced=False, commits="close"),
     SystemInfo("raw-memory", "raw", "raw_sys", "RawSystem", "peers3", "raw-memory",
                "memcpy into a dict (+ numcodecs encode/decode)", "in memory",
                {"engine": "memory"},
-               engine="memory", synced=None),
+               engine="memory", synced=None, commits=None),
     SystemInfo("raw-files", "raw", "raw_sys", "RawSystem", "peers3", "raw-files",
                "one plain file per chunk (+ numcodecs)", "no fsync", {"engine": "files"},
                engine="files", synced=False),

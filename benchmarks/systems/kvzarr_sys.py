@@ -107,6 +107,9 @@ class KvzarrSystem(System):
             "promised: a key lock (flock) around each read-modify-write"
             if self.options.get("key_locks", True) else
             "not promised: key_locks=False, no lock around a read-modify-write")
+        if self.options.get("directory") == "close":
+            self.missing = {"multiprocess": "directory='close': one writing handle holds "
+                                            "the archive's lock until it closes"}
         if self.kind == "pg":
             self.url = os.environ.get(POSTGRES_URL)
             if not self.url:
@@ -137,6 +140,9 @@ class KvzarrSystem(System):
         batch = self._batches.pop(loc, None)
         if batch is not None:
             batch.close()   # commits the creates
+        st = self._stores.get(loc)
+        if st is not None and self.options.get("directory") == "close":
+            st.flush()      # the zip directory of the held commits, as the peers' close
 
     def close(self, loc: str) -> None:
         batch = self._batches.pop(loc, None)
