@@ -14,7 +14,7 @@ the whole directory each time: O(members) per commit, however small the commit. 
   writes the archive meanwhile (other writers wait; other processes' readers read the
   archive as its last directory left it).
 * The handle's own readers see each commit at once: an in-memory version of the archive
-  (:class:`HeldCommits.version`) points at the appended members.
+  (``HeldCommits.version``) points at the appended members.
 * A transaction that fails cuts only its own members away; the held commits stay.
 * :meth:`HeldCommits.finish` writes one directory of the latest version after them, with
   the commit record's final target (synced when the store syncs): one commit of
