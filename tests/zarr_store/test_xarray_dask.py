@@ -48,6 +48,26 @@ def test_xarray_writes_appends_and_reads_a_single_file(name: str, tmp_path: Path
     root.store.close()
 
 
+def test_xarray_writes_a_zip_whose_directory_is_written_at_close(tmp_path: Path) -> None:
+    """zarr-python's chunk writes through ZarrStore, one commit each, held by a zip
+    store with directory="close": one directory when the store closes, and the archive
+    reads back in zarr-python's own zip store and in xarray."""
+    path = tmp_path / "x.zip"
+    first, second = weather(range(0, 6)), weather(range(6, 10))
+    with kvzarr.ZipStore(path, directory="close") as store:
+        first.chunk({"time": 2}).to_zarr(ZarrStore(store), mode="w")
+        second.chunk({"time": 2}).to_zarr(ZarrStore(store), append_dim="time")
+    expected = weather(range(0, 10))
+    theirs = zarr.storage.ZipStore(path, mode="r")
+    try:
+        np.testing.assert_array_equal(zarr.open_group(theirs, mode="r")["temp"][:],
+                                      expected["temp"].values)
+    finally:
+        theirs.close()
+    with xr.open_zarr(ZarrStore(str(path), read_only=True)) as got:
+        xr.testing.assert_identical(got.load(), expected)
+
+
 @pytest.mark.parametrize("name", FILES)
 def test_xarray_reads_what_kvzarr_wrote(name: str, tmp_path: Path) -> None:
     path = str(tmp_path / name)
