@@ -247,6 +247,33 @@ def test_same_engine_rule_holds_each_store_against_its_engine_at_its_durability(
                    "(zarr2-sqlite)") == "FAIL"
 
 
+def test_same_engine_rule_compares_when_writes_are_stored():
+    """zarr-python's zip stores write their directory at close: compared with the zip
+    store holding its commits until close (kvzarr-zip-close), not with the one writing a
+    directory at every commit; a read-only peer counts for both."""
+    names = ["kvzarr-zip-nofsync", "kvzarr-zip-close", "zarr2-zip", "zarr3-zip", "ts-zip"]
+    tiles = dict(unit="tiles/s")
+    run = _run([
+        _w("kvzarr-zip-nofsync", "W3", _metric("unsharded: tile writes", 1000.0, **tiles),
+           _metric("unsharded: tile reads", 9000.0, **tiles)),
+        _w("kvzarr-zip-close", "W3", _metric("unsharded: tile writes", 5000.0, **tiles),
+           _metric("unsharded: tile reads", 9000.0, **tiles)),
+        _w("zarr2-zip", "W3", _metric("unsharded: tile writes", 4000.0, **tiles),
+           _metric("unsharded: tile reads", 3000.0, **tiles)),
+        _w("zarr3-zip", "W3", _metric("unsharded: tile writes", 1500.0, **tiles)),
+        _w("ts-zip", "W3", _metric("unsharded: tile reads", 8000.0, **tiles)),
+    ])
+    rows, verdict = _bar_rows(run, names)
+    rule = {label for label in rows if "same-engine" in label}
+    assert verdict("W3 unsharded: tile writes: kvzarr-zip-close ≥ best same-engine peer "
+                   "(zarr2-zip)") == "pass"
+    assert not any(label.startswith("W3 unsharded: tile writes: kvzarr-zip-nofsync")
+                   for label in rule)
+    for ours in ("kvzarr-zip-nofsync", "kvzarr-zip-close"):
+        assert verdict(f"W3 unsharded: tile reads: {ours} ≥ best same-engine peer "
+                       f"(ts-zip)") == "pass"
+
+
 def test_sqlite_write_bars_hold_the_engine_limit_the_bulk_option_and_the_memory_store():
     names = ["kvzarr-sql", "kvzarr-sql-delete", "kvzarr-lmdb", "kvzarr-memory",
              "zarr2-sqlite", "raw-sqlite"]
