@@ -31,7 +31,9 @@ Promises
   is copied) makes the copy raise :class:`~kvzarr.errors.NodeExistsError` before it
   writes anything. With ``overwrite=True`` those values are erased first, in one
   transaction, then the copy runs (a crash after that leaves the old node gone and
-  the new one partly copied, invisible as above).
+  the new one partly copied, invisible as above). A zip archive named by its path
+  holds the batches and gets one central directory when the copy closes it: a copy
+  whose process is killed leaves the archive as it was.
 * **Ancestors.** Copying ``path="a/b"`` into a store that lacks group ``a`` (or the
   root) copies those groups' ``zarr.json`` from the source, or writes empty groups where
   the source has none, so the node is reachable. An ancestor that is an array on the
@@ -78,6 +80,7 @@ from .node import normalize_path
 from .stores import open_store
 from .stores.base import Store
 from .stores.keys import RESERVED_PREFIX, ancestor_paths
+from .stores.zip import ZipStore
 from .transformers.base import stack_layers
 
 #: defaults: a batch is at most this many values or about this many bytes
@@ -142,7 +145,7 @@ def copy_store(source: Any, dest: Any, *, path: str | None = None, overwrite: bo
     src = _open_source(source)
     try:
         _check_source(src, node_path)   # before a new destination file is made for nothing
-        dst = dest if isinstance(dest, Store) else open_store(dest, mode="a")
+        dst = dest if isinstance(dest, Store) else _open_dest(dest)
         try:
             if stack_layers(src)[-1] is stack_layers(dst)[-1]:
                 raise StoreConfigError("source and destination are the same store",
@@ -160,6 +163,22 @@ def copy_store(source: Any, dest: Any, *, path: str | None = None, overwrite: bo
 
 def _no_progress(stage: str, done: int, total: int) -> None:
     pass
+
+
+def _open_dest(dest: Any) -> Store:
+    """The destination named by a path or URL. A zip archive is opened to hold the
+    copy's commits and write one central directory when the copy closes it, rather than
+    one per batch (stores/zip.md, "Commits held until a directory"): 50,000 values of 4
+    KiB from SQLite, side script, alternating, 0.88-0.98 s against 1.10-1.26, and no
+    dead directories left in the archive (190 MB against 263 MB). (One transaction
+    around the whole copy was slower, 1.05-1.42 s: the first commit into an empty
+    archive rewrites it, and that commit was then the whole copy.)"""
+    store = open_store(dest, mode="a")
+    if isinstance(store, ZipStore) and store.directory == "commit":
+        where = store.path
+        store.close()
+        store = ZipStore(where, directory="close")
+    return store
 
 
 def _open_source(source: Any) -> Store:

@@ -11,8 +11,8 @@ store to another (any two of LMDB, SQLite, PostgreSQL, zip, directory), as
 * nodes already in DST are not replaced without ``--overwrite`` (exit status 2);
 * the transformers' ``__kvzarr/`` records of the copied values (checksums) are copied
   along, still true for the same bytes; ``--skip-reserved`` leaves them out;
-* a batch is at most N values or MB MiB; a zip archive is rewritten at each commit, so
-  copying a large store into one wants large batches.
+* a batch is at most N values or MB MiB; a zip archive gets one central directory,
+  when the copy ends.
 
 Progress bars go to stderr when it is a terminal; the summary to stdout.
 """
@@ -40,8 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-keys", type=int, default=BATCH_KEYS, metavar="N",
                    help=f"values per destination transaction (default {BATCH_KEYS})")
     p.add_argument("--batch-mb", type=float, default=BATCH_BYTES / 2 ** 20, metavar="MB",
-                   help=f"MiB per destination transaction (default {BATCH_BYTES >> 20}); "
-                        "a zip archive is rewritten at every commit: give it large batches")
+                   help=f"MiB per destination transaction (default {BATCH_BYTES >> 20})")
     p.set_defaults(run=lambda args: run(args.source, args.dest, args.path, args.overwrite,
                                         not args.skip_reserved, args.batch_keys,
                                         int(args.batch_mb * 2 ** 20)))

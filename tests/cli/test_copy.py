@@ -241,6 +241,52 @@ def test_an_interrupted_copy_shows_no_node_and_overwrite_finishes_it(tmp_path):
         check_arrays(store, want)
 
 
+class FailingRead(Transformer):
+    """A source whose ``get_many`` fails once it has given ``after`` values."""
+    name = "failing-read"
+
+    def __init__(self, base=None, *, after=1):
+        self.after, self.given = after, 0
+        super().__init__(base)
+
+    def get_many(self, keys):
+        if self.given >= self.after:
+            raise StoreError("source unreadable (injected)")
+        values = super().get_many(keys)
+        self.given += sum(v is not None for v in values)
+        return values
+
+
+def test_a_copy_into_a_zip_path_writes_one_central_directory(tmp_path):
+    """A zip destination named by its path holds the copy's batches: one central
+    directory (end record) for the whole copy, appended to the archive, not one per
+    batch; a copy that fails half way leaves, as on every store, chunks that no node
+    shows, and the old content as it was."""
+    src = MemoryStore()
+    want = populate(src)
+    target = tmp_path / "dst.zip"
+    with kvzarr.ZipStore(target) as zs:
+        kvzarr.create_array(zs, name="before", shape=(4,), dtype="int8")[...] = 1
+    before = target.read_bytes()
+    report = kvzarr.copy_store(src, str(target), path="g", batch_keys=2)
+    assert report.transactions >= 4
+    after = target.read_bytes()
+    assert after[:len(before)] == before                  # appended to, in place
+    assert after.count(b"PK\x05\x06") == before.count(b"PK\x05\x06") + 1
+    with kvzarr.open_store(str(target), mode="r") as store:
+        check_arrays(store, want, prefix="g/")
+        assert kvzarr.open_array(store, path="before", mode="r")[...].tolist() == [1] * 4
+    other = tmp_path / "other.zip"
+    with kvzarr.ZipStore(other) as zs:
+        kvzarr.create_array(zs, name="before", shape=(4,), dtype="int8")[...] = 1
+    failing = FailingRead(after=1)             # the first read is one value
+    with pytest.raises(StoreError, match="injected"):
+        kvzarr.copy_store(build_stack(src, [failing]), str(other), path="g", batch_keys=1)
+    with kvzarr.open_store(str(other), mode="r") as store:
+        assert kvzarr.open_array(store, path="before", mode="r")[...].tolist() == [1] * 4
+        assert not any(k.endswith("zarr.json") for k in store.list_prefix("g/"))
+
+
 class Flipping(Transformer):
     """Returns ``key``'s value with its last byte flipped: a store that lies on reads."""
     name = "flipping"
