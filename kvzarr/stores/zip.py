@@ -78,7 +78,7 @@ from .writeback import FileWriteback, available as writeback_available
 from .ziparchive import ArchiveVersion as _Archive
 from .ziparchive import Ident, load, resolve as _resolve
 from .ziparchive import ident as _ident
-from .zipcommit import TEMP_MARKER, PendingAppend, rewrite
+from .zipcommit import TEMP_MARKER, PendingAppend, PendingArchive, rewrite
 from .zipdirectory import SortedRecords, records_kept
 from .zipformat import SIG_EOCD64, ZIP64_LIMIT, ArchiveFile, Member, footprint, read_directory
 from .zipheld import HeldCommits
@@ -410,9 +410,13 @@ class ZipStore(Store):
         if txn.pending is None:
             old = txn.archive
             try:
-                txn.pending = PendingAppend(str(self.path), old.file_id, old.end,
-                                            self._lock_file(), _ZIP64_LIMIT, self.fsync,
-                                            self._writeback)
+                if old.members or old.foreign:
+                    txn.pending = PendingAppend(str(self.path), old.file_id, old.end,
+                                                self._lock_file(), _ZIP64_LIMIT,
+                                                self.fsync, self._writeback)
+                else:       # nothing to keep: the commit's members start a new file
+                    txn.pending = PendingArchive(self.path, self._lock_file(),
+                                                 _ZIP64_LIMIT, self.fsync, old.mode)
             except OSError as e:
                 raise _translate(e, str(self.path)) from e
         return txn.pending
@@ -496,7 +500,10 @@ class ZipStore(Store):
         try:
             # An empty archive is replaced rather than appended to: its end record would
             # stay at offset 0, and a copy of the file cut at byte 22 would be a valid
-            # (empty) archive instead of a damaged one.
+            # (empty) archive instead of a damaged one. Its commit's members went to a
+            # new file from the start (PendingArchive), which now replaces it.
+            if not txn.compact and isinstance(txn.pending, PendingArchive):
+                return self._replace(txn.pending, old, members, live, writes)
             if not txn.compact and (old.members or old.foreign):
                 pending = self._pending_append(txn)
                 records = self._sorted_records(old, members, writes)
@@ -521,6 +528,22 @@ class ZipStore(Store):
             if isinstance(e, StoreError):
                 raise
             raise _translate(e, path) from e
+
+    def _replace(self, pending: PendingArchive, old: _Archive, members: dict[str, Member],
+                 live: int, writes: dict[str, Any]) -> tuple[Ident, _Archive]:
+        """The commit into an archive with no members: the new file's directory, and
+        the file renamed over the archive."""
+        records = self._sorted_records(old, members, writes)
+        directory = (pending.directory_of(records.records, old.comment)
+                     if records is not None else
+                     pending.directory(list(members.values()), old.comment))
+        st, file = pending.finish(directory)
+        self._commits += 1
+        self._rewrites += 1
+        old.close_aside = True                 # its name is gone (see _rewrite)
+        return _ident(st), _Archive(file, members, [], old.comment, str(self.path),
+                                    end=directory.pos, cd_start=pending.pos, live=live,
+                                    st=st, records=records)
 
     def _hold(self, pending: PendingAppend, old: _Archive, members: dict[str, Member],
               live: int, records: SortedRecords | None) -> tuple[Ident, _Archive]:

@@ -1,7 +1,9 @@
 """Writing one commit of the zip store, with the writer lock held: the members a write
 transaction appends past the end of the archive as they are set (:class:`PendingAppend`),
 finished by a central directory and end records in place, or a complete new archive
-swapped in for the old one (:func:`rewrite`: the first archive, and compactions).
+swapped in for the old one (:func:`rewrite`: the first archive, and compactions; and
+:class:`PendingArchive`, the members of a commit into an archive with no members, written
+to the new file from the start).
 
 Byte layout: :mod:`kvzarr.stores.zipformat`; the commit record and how readers find the
 end of the archive: :mod:`kvzarr.stores.zipappend`. Errors are the OS's ``OSError``s; the
@@ -189,6 +191,70 @@ class PendingAppend:
         file, self.file.file = self.file.file, None
         if file is not None:
             file.close()
+
+
+class PendingArchive(PendingAppend):
+    """The members of a commit into an archive with no members, appended to a new file
+    beside it from offset 0 as they are set; :meth:`finish` writes the directory there
+    and renames the file over the archive. (Appending them to the empty archive is not
+    allowed, see the store's ``_finish``, and copying them into a new file at the
+    commit, as a rewrite does, wrote a large first commit twice.) The temporary file's
+    name is the rewrite's, so a killed writer's is removed by the next one."""
+
+    def __init__(self, path: Path, record_fd: int, zip64_limit: int, durable: bool,
+                 mode: int | None) -> None:
+        self.path = path
+        self.tmp = path.with_name(f".{path.name}{TEMP_MARKER}{uuid.uuid4().hex}")
+        fd = os.open(self.tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        try:
+            if mode is not None:
+                os.fchmod(fd, mode)
+            st = os.fstat(fd)
+        except BaseException:
+            os.close(fd)
+            _unlink(self.tmp)
+            raise
+        self.file = ArchiveFile(os.fdopen(fd, "rb"), str(path))
+        self.fd, self.file_id, self.record_fd = fd, (st.st_dev, st.st_ino), record_fd
+        self.start = self.pos = 0
+        self.zip64_limit, self.durable = zip64_limit, durable
+        self.writeback = None
+        self.done = False
+
+    def finish(self, directory: BytesOut) -> tuple[os.stat_result, Any]:
+        """Write ``directory`` after the members, sync, record the new file and rename
+        it over the archive, as a rewrite does: a crash leaves the old archive or this
+        one (and possibly the temporary file)."""
+        write_at(self.fd, [directory.data], self.pos)
+        if self.durable:
+            os.fsync(self.fd)
+        st = os.fstat(self.fd)
+        write_record(self.record_fd, CommitRecord(st.st_dev, st.st_ino, directory.pos,
+                                                  directory.pos, directory.pos, 0),
+                     self.durable)
+        os.replace(self.tmp, self.path)
+        self.done = True
+        if self.durable:
+            fsync_directory(self.path.parent)
+        file, self.file.file = self.file.file, None
+        return st, file
+
+    def abandon(self) -> None:
+        """Remove the new file (the archive as it was) and close; idempotent."""
+        if self.done:
+            return
+        self.done = True
+        _unlink(self.tmp)
+        file, self.file.file = self.file.file, None
+        if file is not None:
+            file.close()
+
+
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass                                     # the next writer removes it
 
 
 def write_at(fd: int, buffers: Sequence[Any], offset: int) -> None:

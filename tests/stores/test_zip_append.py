@@ -71,6 +71,60 @@ def test_building_a_hierarchy_one_commit_per_node_writes_each_member_once(path: 
     assert len(zip_contents(path)) == n + 1
 
 
+def _written() -> int:
+    """Bytes this process handed to write(2)-family calls so far (Linux)."""
+    with open("/proc/self/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("wchar:"))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="no /proc/self/io")
+@pytest.mark.parametrize("fresh", [True, False])
+def test_a_first_commit_into_an_empty_archive_writes_its_members_once(
+        path: Path, fresh: bool) -> None:
+    """The commit into an archive with no members (a new one, or one whose members were
+    all erased) writes them to a new file that replaces the archive: once, not appended
+    and then copied into a rewrite."""
+    store = ZipStore(path, fsync=False)
+    if not fresh:
+        store.set("x", b"erased next")
+        store.erase("x")
+    values = [(f"c/{i}", random.Random(i).randbytes(64 << 10)) for i in range(64)]
+    before = _written()
+    with store.transaction():
+        store.set_many(values[:32])
+        assert store.get("c/3") == values[3][1]      # read back before the commit
+        store.set_many(values[32:])
+    written = _written() - before
+    data = sum(len(v) for _, v in values)
+    assert data <= written < data * 1.1
+    assert not [p for p in path.parent.iterdir() if zipcommit.TEMP_MARKER in p.name]
+    store.close()
+    assert zip_contents(path) == dict(values)
+
+
+def _first_commit_then_killed(path: str, gen: int, ready, go) -> None:
+    store = ZipStore(path)
+    go.wait(60)
+    with store.transaction():
+        store.set_many([(f"c/{i}", bytes(64 << 10)) for i in range(16)])
+        ready.set()
+        time.sleep(60)                               # killed here
+
+
+def test_a_writer_killed_in_a_first_commit_leaves_the_empty_archive(path: Path) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    ZipStore(path).close()
+    empty = path.read_bytes()
+    for _ in killed_runs(ctx, _first_commit_then_killed, str(path), 1, lambda run: 0.05):
+        pass
+    assert path.read_bytes() == empty
+    assert [p for p in path.parent.iterdir() if zipcommit.TEMP_MARKER in p.name]
+    with ZipStore(path) as store:                    # a writer removes the new file
+        assert list(store.list()) == []
+    assert not [p for p in path.parent.iterdir() if zipcommit.TEMP_MARKER in p.name]
+    assert zip_contents(path) == {}
+
+
 # --- valid after every commit ------------------------------------------------------------
 
 @pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
