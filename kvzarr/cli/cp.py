@@ -11,8 +11,8 @@ store to another (any two of LMDB, SQLite, PostgreSQL, zip, directory), as
 * nodes already in DST are not replaced without ``--overwrite`` (exit status 2);
 * the transformers' ``__kvzarr/`` records of the copied values (checksums) are copied
   along, still true for the same bytes; ``--skip-reserved`` leaves them out;
-* a batch is at most N values or MB MiB; a zip archive gets one central directory,
-  when the copy ends.
+* a batch is at most N values or MB MiB; into a zip archive the whole copy is one
+  transaction (one central directory).
 
 Progress bars go to stderr when it is a terminal; the summary to stdout.
 """
