@@ -779,6 +779,11 @@ class ZipStore(Store):
     def _close_held(self) -> None:
         """close() with commits held: their directory, or (when it cannot be written)
         the archive as it was before them."""
+        if self._in_write_transaction():     # (the writer mutex is this thread's)
+            raise UnsupportedOperationError(
+                "close inside a write transaction of directory='close'",
+                hint="close after the transaction; the held commits are written when "
+                     "the handle is dropped")
         self._acquire()
         try:
             self._write_held()

@@ -138,6 +138,11 @@ def test_flush_inside_a_transaction_and_unknown_options_are_refused(path: Path) 
         with store.transaction():
             with pytest.raises(UnsupportedOperationError):
                 store.flush()
+    store = ZipStore(path, directory="close")
+    store.set("c", b"2")
+    with pytest.raises(UnsupportedOperationError):
+        with store.transaction():              # not a deadlock on its own lock
+            store.close()
     with pytest.raises(UnsupportedOperationError):
         ZipStore(path, directory="never")
     assert ZipStore(path).capabilities.multi_process
