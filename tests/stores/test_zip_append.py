@@ -310,6 +310,21 @@ def test_the_file_a_compaction_replaced_is_closed_off_the_writers_thread(path: P
         assert store.get("k/0") == b"new"
 
 
+def peers_read(path: Path, model: np.ndarray) -> None:
+    """zarr-python 3's ZipStore and TensorStore's zip kvstore read array ``a`` of the
+    archive at ``path`` as ``model``."""
+    theirs = zarr.storage.ZipStore(path, mode="r")
+    try:
+        np.testing.assert_array_equal(zarr.open_array(theirs, path="a", mode="r")[:],
+                                      model)
+    finally:
+        theirs.close()
+    t = ts.open({"driver": "zarr3", "kvstore": {
+        "driver": "zip", "base": {"driver": "file", "path": str(path)},
+        "path": "a/"}}, read=True).result()
+    np.testing.assert_array_equal(t.read().result(), model)
+
+
 def test_zarr_python_and_tensorstore_read_an_array_built_by_appends(path: Path) -> None:
     """Many appending commits (writes, overwrites, erased chunks), then a compaction: each
     time zarr-python 3's ZipStore and TensorStore's zip kvstore read the same array."""
@@ -319,16 +334,7 @@ def test_zarr_python_and_tensorstore_read_an_array_built_by_appends(path: Path) 
     rng = np.random.default_rng(3)
 
     def check() -> None:
-        theirs = zarr.storage.ZipStore(path, mode="r")
-        try:
-            np.testing.assert_array_equal(zarr.open_array(theirs, path="a", mode="r")[:],
-                                          model)
-        finally:
-            theirs.close()
-        t = ts.open({"driver": "zarr3", "kvstore": {
-            "driver": "zip", "base": {"driver": "file", "path": str(path)},
-            "path": "a/"}}, read=True).result()
-        np.testing.assert_array_equal(t.read().result(), model)
+        peers_read(path, model)
 
     for step in range(12):
         r, c = rng.integers(0, 30, 2)
