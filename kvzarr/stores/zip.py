@@ -512,10 +512,8 @@ class ZipStore(Store):
                     if not (dead >= COMPACT_MIN_DEAD and 2 * dead > pending.pos):
                         return self._hold(pending, old, members, live, records)
                 else:
-                    directory = (pending.directory_of(records.records, old.comment)
-                                 if records is not None else
-                                 pending.directory([*members.values(), *old.foreign],
-                                                   old.comment))
+                    directory = pending.directory(records, members.values(), old.foreign,
+                                                  old.comment)
                     if not (dead >= COMPACT_MIN_DEAD and 2 * dead > directory.pos):
                         st, file = pending.finish(directory)
                         self._commits += 1
@@ -534,9 +532,7 @@ class ZipStore(Store):
         """The commit into an archive with no members: the new file's directory, and
         the file renamed over the archive."""
         records = self._sorted_records(old, members, writes)
-        directory = (pending.directory_of(records.records, old.comment)
-                     if records is not None else
-                     pending.directory(list(members.values()), old.comment))
+        directory = pending.directory(records, members.values(), [], old.comment)
         st, file = pending.finish(directory)
         self._commits += 1
         self._rewrites += 1

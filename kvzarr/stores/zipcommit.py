@@ -25,7 +25,7 @@ import os
 import time
 import uuid
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -151,17 +151,12 @@ class PendingAppend:
             self.writeback.request()
         self.pos = pos
 
-    def directory(self, live: list[Member], comment: bytes) -> BytesOut:
-        """The central directory and end records of ``live``, to go at the end."""
+    def directory(self, records: SortedRecords | None, members: Iterable[Member],
+                  foreign: Sequence[Member], comment: bytes) -> BytesOut:
+        """The central directory and end records of an archive, to go at the end: see
+        :func:`_write_central`."""
         out = BytesOut(self.pos, self.zip64_limit)
-        write_directory(out, live, comment)
-        return out
-
-    def directory_of(self, records: list[bytes], comment: bytes) -> BytesOut:
-        """The central directory of ``records`` (in name order, zipdirectory.py) and
-        the end records, to go at the end."""
-        out = BytesOut(self.pos, self.zip64_limit)
-        write_records(out, records, comment)
+        _write_central(out, records, members, foreign, comment)
         return out
 
     def finish(self, directory: BytesOut) -> tuple[os.stat_result, Any]:
@@ -204,11 +199,8 @@ class PendingArchive(PendingAppend):
     def __init__(self, path: Path, record_fd: int, zip64_limit: int, durable: bool,
                  mode: int | None) -> None:
         self.path = path
-        self.tmp = path.with_name(f".{path.name}{TEMP_MARKER}{uuid.uuid4().hex}")
-        fd = os.open(self.tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        self.tmp, fd = _temp_archive(path, mode)
         try:
-            if mode is not None:
-                os.fchmod(fd, mode)
             st = os.fstat(fd)
         except BaseException:
             os.close(fd)
@@ -229,10 +221,7 @@ class PendingArchive(PendingAppend):
         if self.durable:
             os.fsync(self.fd)
         st = os.fstat(self.fd)
-        write_record(self.record_fd, CommitRecord(st.st_dev, st.st_ino, directory.pos,
-                                                  directory.pos, directory.pos, 0),
-                     self.durable)
-        os.replace(self.tmp, self.path)
+        _swap_in(st, directory.pos, self.tmp, self.path, self.record_fd, self.durable)
         self.done = True
         if self.durable:
             fsync_directory(self.path.parent)
@@ -248,6 +237,43 @@ class PendingArchive(PendingAppend):
         file, self.file.file = self.file.file, None
         if file is not None:
             file.close()
+
+
+def _temp_archive(path: Path, mode: int | None) -> tuple[Path, int]:
+    """A new file beside the archive for a complete new archive, with the archive's
+    ``mode``, named ``.<archive name>.kvzarr-tmp-<hex>`` so that a killed writer's is
+    removed by the next writer; its path and descriptor."""
+    tmp = path.with_name(f".{path.name}{TEMP_MARKER}{uuid.uuid4().hex}")
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        if mode is not None:
+            os.fchmod(fd, mode)
+    except BaseException:
+        os.close(fd)
+        _unlink(tmp)
+        raise
+    return tmp, fd
+
+
+def _swap_in(st: os.stat_result, end: int, tmp: Path, path: Path, record_fd: int,
+             durable: bool) -> None:
+    """Make the new archive ``tmp`` (status ``st``, ``end`` bytes, already on disk when
+    ``durable``) the archive: a record of it, whole and complete, then the rename. A
+    reader that finds the old file at the path ignores a record about another file."""
+    write_record(record_fd, CommitRecord(st.st_dev, st.st_ino, end, end, end, 0), durable)
+    os.replace(tmp, path)
+
+
+def _write_central(out: BytesOut | ArchiveWriter, records: SortedRecords | None,
+                   members: Iterable[Member], foreign: Sequence[Member],
+                   comment: bytes) -> None:
+    """The central directory and end records: from ``records`` (the sorted records an
+    archive keeps for the next commit, zipdirectory.py) where there are, else built from
+    the ``members`` and the ``foreign`` members."""
+    if records is not None:
+        write_records(out, records.records, comment)
+    else:
+        write_directory(out, [*members, *foreign], comment)
 
 
 def _unlink(path: Path) -> None:
@@ -287,11 +313,8 @@ def rewrite(path: Path, plan: Sequence[tuple[str, ArchiveFile, Member]], foreign
     before its record and the rename. Returns the new file's status, its open file
     object, its key members, its foreign members, where its directory starts and its
     sorted directory records (None with foreign members or a lowered ZIP64 limit)."""
-    tmp = path.with_name(f".{path.name}{TEMP_MARKER}{uuid.uuid4().hex}")
-    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    tmp, fd = _temp_archive(path, mode)
     try:
-        if mode is not None:
-            os.fchmod(fd, mode)
         out = ArchiveWriter(fd, zip64_limit)
         members: dict[str, Member] = {}
         others: list[Member] = []
@@ -302,27 +325,19 @@ def rewrite(path: Path, plan: Sequence[tuple[str, ArchiveFile, Member]], foreign
             else:
                 members[name] = m
         cd_start = out.pos
-        records = None
-        if records_kept(bool(others), zip64_limit):
-            # the sorted records the next commit starts from (zipdirectory.py)
-            records = SortedRecords.build(members.values())
-            write_records(out, records.records, comment)
-        else:
-            write_directory(out, [*members.values(), *others], comment)
+        # the sorted records the next commit starts from (zipdirectory.py)
+        records = (SortedRecords.build(members.values())
+                   if records_kept(bool(others), zip64_limit) else None)
+        _write_central(out, records, members.values(), others, comment)
         out.flush()
         if durable:
             os.fsync(fd)
         st = os.fstat(fd)
         before_swap()
-        write_record(record_fd, CommitRecord(st.st_dev, st.st_ino, out.pos, out.pos,
-                                             out.pos, 0), durable)
-        os.replace(tmp, path)
+        _swap_in(st, out.pos, tmp, path, record_fd, durable)
     except BaseException:
         os.close(fd)
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink(tmp)
         raise
     if durable:
         fsync_directory(path.parent)

@@ -80,11 +80,8 @@ class HeldCommits:
         the held commits once it has taken the new version."""
         pending = self.pending
         assert pending is not None
-        if version.records is not None:
-            directory = pending.directory_of(version.records.records, version.comment)
-        else:
-            directory = pending.directory([*version.members.values(), *version.foreign],
-                                          version.comment)
+        directory = pending.directory(version.records, version.members.values(),
+                                      version.foreign, version.comment)
         cd_start = pending.pos
         try:
             st, file = pending.finish(directory)
